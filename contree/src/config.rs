@@ -1,0 +1,88 @@
+//! Tree configuration: page size, memory budget and the switches of each mechanism.
+//!
+//! A `Config` is validated once by [`Tree::with_config`](crate::Tree::with_config); an invalid
+//! value is reported as [`Error::InvalidConfig`] naming the field.
+
+use crate::Error;
+
+/// Smallest supported page size in bytes.
+pub const MIN_PAGE_SIZE: usize = 4 * 1024;
+/// Largest supported page size in bytes.
+pub const MAX_PAGE_SIZE: usize = 64 * 1024;
+
+/// Tuning knobs of a [`Tree`](crate::Tree).
+///
+/// ```
+/// use contree::{Config, Tree};
+/// let config = Config { page_size: 16 * 1024, max_memory: 64 << 20, ..Config::default() };
+/// let tree = Tree::with_config(config).unwrap();
+/// tree.insert(b"key", b"value").unwrap();
+/// assert_eq!(tree.config().max_key_len(), 1024);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Size of every node in bytes: a power of two from 4 KiB to 64 KiB. Default 4 KiB.
+    /// Keys may be up to `page_size / 16` bytes and values up to `page_size / 4` bytes.
+    pub page_size: usize,
+    /// Budget for page memory in bytes (`usize::MAX`, the default, means no limit). When
+    /// it is reached, an operation that needs a new page returns [`Error::OutOfSpace`] and
+    /// leaves the tree unchanged. Must allow at least 4 pages.
+    pub max_memory: usize,
+    /// Merge a node into a sibling after a removal leaves it less full than this fraction
+    /// of a page (0.0 turns merging off except for empty nodes). Default 0.25.
+    pub merge_threshold: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            page_size: MIN_PAGE_SIZE,
+            max_memory: usize::MAX,
+            merge_threshold: 0.25,
+        }
+    }
+}
+
+impl Config {
+    /// The longest key this configuration accepts, in bytes.
+    pub fn max_key_len(&self) -> usize {
+        self.page_size / 16
+    }
+
+    /// The longest value this configuration accepts, in bytes.
+    pub fn max_value_len(&self) -> usize {
+        self.page_size / 4
+    }
+
+    /// Checks every field; the first invalid one is reported.
+    pub fn validate(&self) -> Result<(), Error> {
+        if !self.page_size.is_power_of_two()
+            || self.page_size < MIN_PAGE_SIZE
+            || self.page_size > MAX_PAGE_SIZE
+        {
+            return Err(Error::InvalidConfig {
+                field: "page_size",
+                reason: format!(
+                    "{} is not a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}",
+                    self.page_size
+                ),
+            });
+        }
+        if self.max_memory / self.page_size < 4 {
+            return Err(Error::InvalidConfig {
+                field: "max_memory",
+                reason: format!(
+                    "{} bytes is less than 4 pages of {} bytes",
+                    self.max_memory, self.page_size
+                ),
+            });
+        }
+        if !(0.0..=0.5).contains(&self.merge_threshold) {
+            return Err(Error::InvalidConfig {
+                field: "merge_threshold",
+                reason: format!("{} is not between 0.0 and 0.5", self.merge_threshold),
+            });
+        }
+        Ok(())
+    }
+}

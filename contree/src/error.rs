@@ -1,0 +1,69 @@
+//! Errors returned by contree operations.
+//!
+//! Every fallible public operation returns `Result<_, Error>`. An operation that returns an
+//! error leaves the tree's contents exactly as they were: bad input is rejected before
+//! anything is written, and an exhausted memory budget is detected before a modification is
+//! published.
+
+use std::fmt;
+
+/// What went wrong, with enough detail to say what and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The key is longer than [`Config::max_key_len`](crate::Config::max_key_len) allows.
+    KeyTooLarge {
+        /// Length of the rejected key in bytes.
+        len: usize,
+        /// The largest key length this tree accepts.
+        max: usize,
+    },
+    /// The value is longer than [`Config::max_value_len`](crate::Config::max_value_len) allows.
+    ValueTooLarge {
+        /// Length of the rejected value in bytes.
+        len: usize,
+        /// The largest value length this tree accepts.
+        max: usize,
+    },
+    /// The memory budget ([`Config::max_memory`](crate::Config::max_memory)) is exhausted:
+    /// the operation needed a new page and none could be had within the budget.
+    OutOfSpace {
+        /// The budget in bytes.
+        max_memory: usize,
+        /// Page bytes in use when the allocation was refused.
+        in_use: usize,
+    },
+    /// A `Config` field is out of its allowed range.
+    InvalidConfig {
+        /// The offending field.
+        field: &'static str,
+        /// Why the value was rejected.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::KeyTooLarge { len, max } => write!(
+                f,
+                "key of {len} bytes is larger than the maximum of {max} bytes \
+                 (the maximum is page_size / 16; use a larger page size for longer keys)"
+            ),
+            Error::ValueTooLarge { len, max } => write!(
+                f,
+                "value of {len} bytes is larger than the maximum of {max} bytes \
+                 (the maximum is page_size / 4; use a larger page size for larger values)"
+            ),
+            Error::OutOfSpace { max_memory, in_use } => write!(
+                f,
+                "out of space: the memory budget of {max_memory} bytes is exhausted \
+                 ({in_use} bytes of pages in use); the tree was not changed"
+            ),
+            Error::InvalidConfig { field, reason } => {
+                write!(f, "invalid Config::{field}: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,384 @@
+//! The hybrid latch: one 64-bit word per node with three modes.
+//!
+//! * **Optimistic**: a reader records the version, reads the node without writing anything
+//!   to shared memory, and validates afterwards that the version did not change
+//!   ([`OptimisticGuard::validate`]). Readers never block writers.
+//! * **Shared**: a reader count, for scans and for `get_with` closures that must see a
+//!   stable node.
+//! * **Exclusive**: one writer. Releasing it increments the version, so every optimistic
+//!   reader that overlapped the write fails validation.
+//!
+//! Word layout (low to high): bit 0 `EXCLUSIVE`, bit 1 `PARKED` (some thread sleeps on this
+//! latch), bits 2..18 the shared count, bits 18..64 the version. The version only ever grows,
+//! which is what lets a page be freed and reused while optimistic readers still hold its id.
+//!
+//! A thread that cannot acquire a mode at once spins briefly and then parks on the latch's
+//! address (`parking_lot_core`); a releaser that sees `PARKED` clears it and wakes every
+//! sleeper. Such an acquisition is a *slow path*, and every guard reports whether it took one
+//! ([`ExclusiveGuard::slow_path`]): contention detection is built on that bit.
+//!
+//! The guards carry the mode in their type: node writes need an `ExclusiveGuard`, so an
+//! optimistic or shared holder cannot modify a node by mistake.
+
+use crate::sync::{fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
+
+const EXCLUSIVE: u64 = 1;
+const PARKED: u64 = 1 << 1;
+const SHARED_SHIFT: u32 = 2;
+const SHARED_ONE: u64 = 1 << SHARED_SHIFT;
+const SHARED_MASK: u64 = 0xFFFF << SHARED_SHIFT;
+const VERSION_ONE: u64 = 1 << 18;
+const VERSION_MASK: u64 = !(VERSION_ONE - 1);
+/// Busy-wait rounds before a waiter parks. Short: on an oversubscribed machine the holder is
+/// often descheduled, and spinning would only take its core away.
+const SPIN_ROUNDS: u32 = 6;
+
+/// Why an operation has to start again: a version it relied on changed, or a latch could not
+/// be had without risking a deadlock. Only the public operations loop on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Restart;
+
+/// A latch word; it is `repr(transparent)` so that it can live in the first eight bytes of
+/// a page.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct HybridLatch {
+    state: AtomicU64,
+}
+
+impl Default for HybridLatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Exponential busy wait, then park until `blocked(state)` turns false.
+/// Returns after the condition was seen false at least once (the caller retries its CAS).
+#[inline(never)]
+fn wait_while(latch: &HybridLatch, blocked: impl Fn(u64) -> bool) {
+    let mut round = 0;
+    loop {
+        let s = latch.state.load(Ordering::Relaxed);
+        if !blocked(s) {
+            return;
+        }
+        if round < SPIN_ROUNDS {
+            for _ in 0..(1u32 << round) {
+                spin_hint();
+            }
+            round += 1;
+            continue;
+        }
+        if s & PARKED == 0
+            && latch
+                .state
+                .compare_exchange_weak(s, s | PARKED, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            continue;
+        }
+        let addr = latch as *const HybridLatch as usize;
+        park(addr, || {
+            let s = latch.state.load(Ordering::Relaxed);
+            s & PARKED != 0 && blocked(s)
+        });
+    }
+}
+
+impl HybridLatch {
+    /// A free latch with version 0.
+    pub const fn new() -> Self {
+        HybridLatch {
+            state: AtomicU64::new(0),
+        }
+    }
+
+    /// The current version (for tests and diagnostics).
+    pub fn version(&self) -> u64 {
+        self.state.load(Ordering::Relaxed) >> VERSION_ONE.trailing_zeros()
+    }
+
+    /// Whether a writer holds the latch right now.
+    pub fn is_exclusive(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
+    }
+
+    /// Starts an optimistic read, waiting (spin, then sleep) while a writer holds the latch.
+    #[inline]
+    pub fn optimistic(&self) -> OptimisticGuard<'_> {
+        let s = self.state.load(Ordering::Acquire);
+        if s & EXCLUSIVE == 0 {
+            return OptimisticGuard {
+                latch: self,
+                version: s & VERSION_MASK,
+                slow_path: false,
+            };
+        }
+        self.optimistic_slow()
+    }
+
+    #[cold]
+    fn optimistic_slow(&self) -> OptimisticGuard<'_> {
+        loop {
+            wait_while(self, |s| s & EXCLUSIVE != 0);
+            let s = self.state.load(Ordering::Acquire);
+            if s & EXCLUSIVE == 0 {
+                return OptimisticGuard {
+                    latch: self,
+                    version: s & VERSION_MASK,
+                    slow_path: true,
+                };
+            }
+        }
+    }
+
+    /// Starts an optimistic read only if no writer holds the latch.
+    pub fn try_optimistic(&self) -> Option<OptimisticGuard<'_>> {
+        let s = self.state.load(Ordering::Acquire);
+        (s & EXCLUSIVE == 0).then_some(OptimisticGuard {
+            latch: self,
+            version: s & VERSION_MASK,
+            slow_path: false,
+        })
+    }
+
+    /// Acquires the latch in shared mode, waiting while a writer holds it.
+    pub fn shared(&self) -> SharedGuard<'_> {
+        let mut slow_path = false;
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & EXCLUSIVE == 0 && s & SHARED_MASK != SHARED_MASK {
+                if self
+                    .state
+                    .compare_exchange_weak(s, s + SHARED_ONE, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return SharedGuard {
+                        latch: self,
+                        slow_path,
+                    };
+                }
+                continue;
+            }
+            slow_path = true;
+            wait_while(self, |s| s & EXCLUSIVE != 0 || s & SHARED_MASK == SHARED_MASK);
+        }
+    }
+
+    /// Acquires the latch exclusively, waiting while anybody else holds it.
+    pub fn exclusive(&self) -> ExclusiveGuard<'_> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & (EXCLUSIVE | SHARED_MASK) == 0
+            && self
+                .state
+                .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return ExclusiveGuard {
+                latch: self,
+                slow_path: false,
+            };
+        }
+        self.exclusive_slow()
+    }
+
+    #[cold]
+    fn exclusive_slow(&self) -> ExclusiveGuard<'_> {
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & (EXCLUSIVE | SHARED_MASK) == 0 {
+                if self
+                    .state
+                    .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return ExclusiveGuard {
+                        latch: self,
+                        slow_path: true,
+                    };
+                }
+                continue;
+            }
+            wait_while(self, |s| s & (EXCLUSIVE | SHARED_MASK) != 0);
+        }
+    }
+
+    /// Acquires the latch exclusively only if that is possible at once.
+    pub fn try_exclusive(&self) -> Option<ExclusiveGuard<'_>> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & (EXCLUSIVE | SHARED_MASK) != 0 {
+            return None;
+        }
+        self.state
+            .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| ExclusiveGuard {
+                latch: self,
+                slow_path: false,
+            })
+    }
+
+    fn release_exclusive(&self) {
+        // Bump the version, clear EXCLUSIVE and PARKED in one step.
+        let prev = self.state.fetch_add(
+            VERSION_ONE.wrapping_sub(EXCLUSIVE),
+            Ordering::Release,
+        );
+        if prev & PARKED != 0 {
+            self.state.fetch_and(!PARKED, Ordering::Relaxed);
+            unpark_all(self as *const HybridLatch as usize);
+        }
+    }
+
+    fn release_shared(&self) {
+        let prev = self.state.fetch_sub(SHARED_ONE, Ordering::Release);
+        if prev & PARKED != 0 && prev & SHARED_MASK == SHARED_ONE {
+            self.state.fetch_and(!PARKED, Ordering::Relaxed);
+            unpark_all(self as *const HybridLatch as usize);
+        }
+    }
+}
+
+/// An optimistic read in progress: a version snapshot to validate against.
+#[derive(Debug)]
+#[must_use]
+pub struct OptimisticGuard<'a> {
+    latch: &'a HybridLatch,
+    version: u64,
+    slow_path: bool,
+}
+
+impl<'a> OptimisticGuard<'a> {
+    /// Succeeds if no writer has held the latch since the snapshot was taken: everything
+    /// read in between is consistent.
+    #[inline]
+    pub fn validate(&self) -> Result<(), Restart> {
+        fence(Ordering::Acquire);
+        let s = self.latch.state.load(Ordering::Relaxed);
+        if s & (VERSION_MASK | EXCLUSIVE) == self.version {
+            Ok(())
+        } else {
+            Err(Restart)
+        }
+    }
+
+    /// Whether taking the snapshot had to wait for a writer.
+    pub fn slow_path(&self) -> bool {
+        self.slow_path
+    }
+
+    /// Turns the read into an exclusive latch if nothing changed since the snapshot; waits
+    /// for shared holders to leave. Fails with `Restart` if a writer came in between.
+    pub fn upgrade_exclusive(self) -> Result<ExclusiveGuard<'a>, Restart> {
+        let latch = self.latch;
+        let mut slow_path = self.slow_path;
+        loop {
+            let s = latch.state.load(Ordering::Relaxed);
+            if s & (VERSION_MASK | EXCLUSIVE) != self.version {
+                return Err(Restart);
+            }
+            if s & SHARED_MASK == 0 {
+                if latch
+                    .state
+                    .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(ExclusiveGuard { latch, slow_path });
+                }
+                // Another thread may have latched it; look again.
+                slow_path = true;
+                continue;
+            }
+            slow_path = true;
+            let version = self.version;
+            wait_while(latch, |s| {
+                s & SHARED_MASK != 0 && s & (VERSION_MASK | EXCLUSIVE) == version
+            });
+        }
+    }
+
+    /// Like [`upgrade_exclusive`](Self::upgrade_exclusive) but never waits.
+    pub fn try_upgrade_exclusive(self) -> Result<Option<ExclusiveGuard<'a>>, Restart> {
+        let s = self.latch.state.load(Ordering::Relaxed);
+        if s & (VERSION_MASK | EXCLUSIVE) != self.version {
+            return Err(Restart);
+        }
+        if s & SHARED_MASK != 0 {
+            return Ok(None);
+        }
+        match self
+            .latch
+            .state
+            .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => Ok(Some(ExclusiveGuard {
+                latch: self.latch,
+                slow_path: false,
+            })),
+            Err(_) => Err(Restart),
+        }
+    }
+
+    /// Turns the read into a shared latch if nothing changed since the snapshot.
+    pub fn upgrade_shared(self) -> Result<SharedGuard<'a>, Restart> {
+        let latch = self.latch;
+        loop {
+            let s = latch.state.load(Ordering::Relaxed);
+            if s & (VERSION_MASK | EXCLUSIVE) != self.version || s & SHARED_MASK == SHARED_MASK {
+                return Err(Restart);
+            }
+            if latch
+                .state
+                .compare_exchange_weak(s, s + SHARED_ONE, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(SharedGuard {
+                    latch,
+                    slow_path: self.slow_path,
+                });
+            }
+        }
+    }
+}
+
+/// A shared latch; released on drop.
+#[derive(Debug)]
+#[must_use]
+pub struct SharedGuard<'a> {
+    latch: &'a HybridLatch,
+    slow_path: bool,
+}
+
+impl SharedGuard<'_> {
+    /// Whether the acquisition had to wait.
+    pub fn slow_path(&self) -> bool {
+        self.slow_path
+    }
+}
+
+impl Drop for SharedGuard<'_> {
+    fn drop(&mut self) {
+        self.latch.release_shared();
+    }
+}
+
+/// An exclusive latch; released on drop, which also bumps the version.
+#[derive(Debug)]
+#[must_use]
+pub struct ExclusiveGuard<'a> {
+    latch: &'a HybridLatch,
+    slow_path: bool,
+}
+
+impl ExclusiveGuard<'_> {
+    /// Whether the acquisition had to wait (spin or sleep) for another holder.
+    pub fn slow_path(&self) -> bool {
+        self.slow_path
+    }
+}
+
+impl Drop for ExclusiveGuard<'_> {
+    fn drop(&mut self) {
+        self.latch.release_exclusive();
+    }
+}

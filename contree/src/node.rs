@@ -1,0 +1,837 @@
+//! The slotted page: the byte layout of every node, leaf or inner.
+//!
+//! ```text
+//! 0   latch word (8 bytes, owned by `latch`, never touched here)
+//! 8   level u16 (0 = leaf)        10  count u16
+//! 12  heap_top u32                16  heap_live u32 (live heap bytes, fences included)
+//! 20  prefix_len u16              22  lower_len u16      24  upper_len u16
+//! 26  flags u16 (HAS_LOWER, HAS_UPPER)
+//! 28  lower_off u32               32  upper_off u32      36  upper_child u32 (inner)
+//! 40  24 bytes reserved for per-node contention counters
+//! 64  slot array: `count` slots of 6 bytes { head: u32, offset: u16 }, sorted by key
+//! ... free space ...
+//! heap_top .. page_size: entries and fence keys, growing down from the end of the page
+//! ```
+//!
+//! A node holds the keys in `(lower fence, upper fence]`; a missing fence is infinite. All
+//! keys share the common prefix of the two fences, which is stored once (it is the first
+//! `prefix_len` bytes of the lower fence) and cut from every key. A slot's `head` is the
+//! first four bytes of the key's suffix, big-endian and zero-padded, so most comparisons of
+//! a binary search never leave the slot array. A heap entry is
+//! `varint(suffix_len) varint(value_len) suffix[4..] value`: the head bytes are not stored
+//! twice.
+//!
+//! Inner nodes store child page ids as 4-byte values: the child at slot `i` holds the keys
+//! in `(key[i-1], key[i]]` and `upper_child` holds the keys above the last key.
+//!
+//! **Optimistic readers.** Functions whose names contain `optimistic`, and every reader
+//! reached from them, may run while a writer changes the page. They only read through
+//! [`Node::bytes`] and the fixed-width readers, which bounds-check every offset and length
+//! against the page size, and they return `Err(Restart)` on anything impossible; the caller
+//! validates the latch version before it trusts a result. Writers hold the exclusive latch.
+
+use crate::latch::Restart;
+use crate::page::PageId;
+use std::cmp::Ordering;
+
+pub(crate) const HEADER: usize = 64;
+pub(crate) const SLOT: usize = 6;
+const HAS_LOWER: u16 = 1;
+const HAS_UPPER: u16 = 2;
+
+const OFF_LEVEL: usize = 8;
+const OFF_COUNT: usize = 10;
+const OFF_HEAP_TOP: usize = 12;
+const OFF_HEAP_LIVE: usize = 16;
+const OFF_PREFIX_LEN: usize = 20;
+const OFF_LOWER_LEN: usize = 22;
+const OFF_UPPER_LEN: usize = 24;
+const OFF_FLAGS: usize = 26;
+const OFF_LOWER: usize = 28;
+const OFF_UPPER: usize = 32;
+const OFF_UPPER_CHILD: usize = 36;
+
+/// A fence key: `None` is infinite (minus infinity for a lower fence, plus infinity for an
+/// upper fence).
+pub(crate) type Fence<'a> = Option<&'a [u8]>;
+
+/// The first four bytes of `suffix`, big-endian, zero-padded.
+#[inline]
+pub(crate) fn head_of(suffix: &[u8]) -> u32 {
+    let mut b = [0u8; 4];
+    let n = suffix.len().min(4);
+    b[..n].copy_from_slice(&suffix[..n]);
+    u32::from_be_bytes(b)
+}
+
+#[inline]
+fn varint_len(v: usize) -> usize {
+    if v < 0x80 {
+        1
+    } else {
+        2
+    }
+}
+
+/// Bytes one entry takes in a node: slot, lengths, suffix beyond the head, value.
+#[inline]
+pub(crate) fn entry_space(suffix_len: usize, value_len: usize) -> usize {
+    SLOT + varint_len(suffix_len) + varint_len(value_len) + suffix_len.saturating_sub(4) + value_len
+}
+
+/// Length of the longest common prefix of two byte strings.
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn prefix_of(lower: Fence, upper: Fence) -> usize {
+    match (lower, upper) {
+        (Some(l), Some(u)) => common_prefix(l, u).min(u16::MAX as usize),
+        _ => 0,
+    }
+}
+
+/// A view of one page. Copyable; whoever holds it must hold the page's latch in the mode its
+/// use requires (see the module doc).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    ptr: *mut u8,
+    size: usize,
+}
+
+/// Where the parts of one heap entry are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EntryLoc {
+    pub suffix_len: usize,
+    pub rest_off: usize,
+    pub value_off: usize,
+    pub value_len: usize,
+    /// Bytes of the heap entry (without the slot).
+    pub heap_len: usize,
+}
+
+impl Node {
+    /// Wraps page memory.
+    ///
+    /// # Safety
+    /// `ptr` must point to `size` bytes of page memory that stay mapped while the view is
+    /// used.
+    pub(crate) unsafe fn from_raw(ptr: *mut u8, size: usize) -> Node {
+        Node { ptr, size }
+    }
+
+    // ---- raw access, bounds-checked -------------------------------------------------
+
+    /// The bytes `off..off + len`, or `Restart` if they are not inside the page.
+    #[inline]
+    pub(crate) fn bytes(&self, off: usize, len: usize) -> Result<&[u8], Restart> {
+        if off.checked_add(len).is_none_or(|end| end > self.size) {
+            return Err(Restart);
+        }
+        // SAFETY: the range lies inside the page, which stays mapped (see `from_raw`).
+        // Concurrent writers may change these bytes; such reads are validated against the
+        // latch version before use (seqlock pattern, see `docs/design.md`).
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) })
+    }
+
+    #[inline]
+    fn bytes_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+        assert!(off + len <= self.size, "node write out of page bounds");
+        // SAFETY: the range lies inside the page; the caller holds the exclusive latch, so
+        // no other thread writes these bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) }
+    }
+
+    #[inline]
+    fn read_u16(&self, off: usize) -> u16 {
+        debug_assert!(off + 2 <= self.size);
+        // SAFETY: every caller passes a constant header offset or a slot offset below
+        // `slot_end`, which is clamped to the page; both lie inside the page.
+        unsafe { (self.ptr.add(off) as *const u16).read_unaligned() }
+    }
+
+    #[inline]
+    fn read_u32(&self, off: usize) -> u32 {
+        debug_assert!(off + 4 <= self.size);
+        // SAFETY: as for `read_u16`.
+        unsafe { (self.ptr.add(off) as *const u32).read_unaligned() }
+    }
+
+    #[inline]
+    fn write_u16(&mut self, off: usize, v: u16) {
+        self.bytes_mut(off, 2).copy_from_slice(&v.to_ne_bytes());
+    }
+
+    #[inline]
+    fn write_u32(&mut self, off: usize, v: u32) {
+        self.bytes_mut(off, 4).copy_from_slice(&v.to_ne_bytes());
+    }
+
+    // ---- header ---------------------------------------------------------------------
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.size
+    }
+    pub(crate) fn level(&self) -> u16 {
+        self.read_u16(OFF_LEVEL)
+    }
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.level() == 0
+    }
+    /// Number of entries, clamped to what the page can hold (optimistic readers may see a
+    /// torn value).
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        (self.read_u16(OFF_COUNT) as usize).min((self.size - HEADER) / SLOT)
+    }
+    fn heap_top(&self) -> usize {
+        self.read_u32(OFF_HEAP_TOP) as usize
+    }
+    fn heap_live(&self) -> usize {
+        self.read_u32(OFF_HEAP_LIVE) as usize
+    }
+    pub(crate) fn prefix_len(&self) -> usize {
+        self.read_u16(OFF_PREFIX_LEN) as usize
+    }
+    fn flags(&self) -> u16 {
+        self.read_u16(OFF_FLAGS)
+    }
+    pub(crate) fn upper_child(&self) -> PageId {
+        self.read_u32(OFF_UPPER_CHILD)
+    }
+    pub(crate) fn set_upper_child(&mut self, pid: PageId) {
+        self.write_u32(OFF_UPPER_CHILD, pid);
+    }
+
+    /// The lower fence (exclusive); `None` is minus infinity.
+    pub(crate) fn lower_fence(&self) -> Result<Fence<'_>, Restart> {
+        if self.flags() & HAS_LOWER == 0 {
+            return Ok(None);
+        }
+        let off = self.read_u32(OFF_LOWER) as usize;
+        let len = self.read_u16(OFF_LOWER_LEN) as usize;
+        self.bytes(off, len).map(Some)
+    }
+
+    /// The upper fence (inclusive); `None` is plus infinity.
+    pub(crate) fn upper_fence(&self) -> Result<Fence<'_>, Restart> {
+        if self.flags() & HAS_UPPER == 0 {
+            return Ok(None);
+        }
+        let off = self.read_u32(OFF_UPPER) as usize;
+        let len = self.read_u16(OFF_UPPER_LEN) as usize;
+        self.bytes(off, len).map(Some)
+    }
+
+    /// The prefix shared by every key of the node.
+    pub(crate) fn prefix(&self) -> Result<&[u8], Restart> {
+        let len = self.prefix_len();
+        if len == 0 {
+            return Ok(&[]);
+        }
+        match self.lower_fence()? {
+            Some(l) if l.len() >= len => Ok(&l[..len]),
+            _ => Err(Restart),
+        }
+    }
+
+    /// Bytes in use: header, slots and live heap bytes.
+    pub(crate) fn used_space(&self) -> usize {
+        HEADER + self.count() * SLOT + self.heap_live()
+    }
+
+    /// Bytes that could be used after a compaction.
+    pub(crate) fn free_space(&self) -> usize {
+        self.size.saturating_sub(self.used_space())
+    }
+
+    fn contiguous_space(&self) -> usize {
+        self.heap_top().saturating_sub(HEADER + self.count() * SLOT)
+    }
+
+    // ---- slots and entries ----------------------------------------------------------
+
+    #[inline]
+    fn slot_head(&self, i: usize) -> u32 {
+        self.read_u32(HEADER + i * SLOT)
+    }
+
+    #[inline]
+    fn slot_offset(&self, i: usize) -> usize {
+        self.read_u16(HEADER + i * SLOT + 4) as usize
+    }
+
+    /// Decodes the varint at `off`; returns (value, bytes used).
+    #[inline]
+    fn varint_at(&self, off: usize) -> Result<(usize, usize), Restart> {
+        let b = self.bytes(off, 1)?[0];
+        if b < 0x80 {
+            return Ok((b as usize, 1));
+        }
+        let lo = self.bytes(off + 1, 1)?[0];
+        Ok(((((b & 0x7F) as usize) << 8) | lo as usize, 2))
+    }
+
+    /// Locates the parts of entry `i`; every offset it returns lies inside the page.
+    #[inline]
+    pub(crate) fn entry(&self, i: usize) -> Result<EntryLoc, Restart> {
+        let off = self.slot_offset(i);
+        let (suffix_len, a) = self.varint_at(off)?;
+        let (value_len, b) = self.varint_at(off + a)?;
+        let rest_off = off + a + b;
+        let rest = suffix_len.saturating_sub(4);
+        let value_off = rest_off + rest;
+        let heap_len = a + b + rest + value_len;
+        if value_off + value_len > self.size {
+            return Err(Restart);
+        }
+        Ok(EntryLoc {
+            suffix_len,
+            rest_off,
+            value_off,
+            value_len,
+            heap_len,
+        })
+    }
+
+    /// The value bytes of entry `i`.
+    #[inline]
+    pub(crate) fn value(&self, i: usize) -> Result<&[u8], Restart> {
+        let e = self.entry(i)?;
+        self.bytes(e.value_off, e.value_len)
+    }
+
+    /// The value bytes of entry `i`, writable (exclusive latch held).
+    pub(crate) fn value_mut(&mut self, i: usize) -> &mut [u8] {
+        let e = self.entry(i).expect("entry of a latched node");
+        self.bytes_mut(e.value_off, e.value_len)
+    }
+
+    /// The child id at slot `i` of an inner node (or `upper_child` for `i == count`).
+    #[inline]
+    pub(crate) fn child(&self, i: usize) -> Result<PageId, Restart> {
+        if i >= self.count() {
+            return Ok(self.upper_child());
+        }
+        let v = self.value(i)?;
+        if v.len() != 4 {
+            return Err(Restart);
+        }
+        Ok(u32::from_ne_bytes([v[0], v[1], v[2], v[3]]))
+    }
+
+    /// Appends the suffix of key `i` (the key without the node prefix) to `out`.
+    pub(crate) fn push_suffix(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+        let e = self.entry(i)?;
+        let head = self.slot_head(i).to_be_bytes();
+        out.extend_from_slice(&head[..e.suffix_len.min(4)]);
+        out.extend_from_slice(self.bytes(e.rest_off, e.suffix_len.saturating_sub(4))?);
+        Ok(())
+    }
+
+    /// Appends the full key `i` to `out`.
+    pub(crate) fn push_key(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+        out.extend_from_slice(self.prefix()?);
+        self.push_suffix(i, out)
+    }
+
+    /// The full key `i`.
+    pub(crate) fn key(&self, i: usize) -> Result<Vec<u8>, Restart> {
+        let mut k = Vec::with_capacity(self.prefix_len() + 8);
+        self.push_key(i, &mut k)?;
+        Ok(k)
+    }
+
+    /// Compares the suffix of entry `i` with `suffix` whose head is `head`.
+    #[inline]
+    fn cmp_entry(&self, i: usize, head: u32, suffix: &[u8]) -> Result<Ordering, Restart> {
+        let h = self.slot_head(i);
+        if h != head {
+            return Ok(h.cmp(&head));
+        }
+        let e = self.entry(i)?;
+        if e.suffix_len < 4 || suffix.len() < 4 {
+            return Ok(e.suffix_len.cmp(&suffix.len()));
+        }
+        let rest = self.bytes(e.rest_off, e.suffix_len - 4)?;
+        Ok(rest.cmp(&suffix[4..]))
+    }
+
+    /// The first position whose key is `>= key`, and whether that key equals `key`.
+    /// `key` must lie in the node's fence range (then it carries the node's prefix); under
+    /// an optimistic race it may not, and the result is garbage but memory-safe.
+    #[inline]
+    pub(crate) fn lower_bound(&self, key: &[u8]) -> Result<(usize, bool), Restart> {
+        let plen = self.prefix_len();
+        if key.len() < plen {
+            // Only possible under a race or for a key outside the node.
+            return Err(Restart);
+        }
+        let suffix = &key[plen..];
+        let head = head_of(suffix);
+        let (mut lo, mut hi) = (0usize, self.count());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.cmp_entry(mid, head, suffix)? {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok((mid, true)),
+            }
+        }
+        Ok((lo, false))
+    }
+
+    // ---- writes (exclusive latch held) ------------------------------------------------
+
+    /// Formats the page as an empty node.
+    pub(crate) fn init(&mut self, level: u16, lower: Fence, upper: Fence) {
+        let size = self.size;
+        self.bytes_mut(8, HEADER - 8).fill(0);
+        self.write_u16(OFF_LEVEL, level);
+        self.write_u32(OFF_HEAP_TOP, size as u32);
+        let mut flags = 0;
+        if let Some(l) = lower {
+            let off = self.heap_alloc(l.len());
+            self.bytes_mut(off, l.len()).copy_from_slice(l);
+            self.write_u32(OFF_LOWER, off as u32);
+            self.write_u16(OFF_LOWER_LEN, l.len() as u16);
+            flags |= HAS_LOWER;
+        }
+        if let Some(u) = upper {
+            let off = self.heap_alloc(u.len());
+            self.bytes_mut(off, u.len()).copy_from_slice(u);
+            self.write_u32(OFF_UPPER, off as u32);
+            self.write_u16(OFF_UPPER_LEN, u.len() as u16);
+            flags |= HAS_UPPER;
+        }
+        self.write_u16(OFF_FLAGS, flags);
+        self.write_u16(OFF_PREFIX_LEN, prefix_of(lower, upper) as u16);
+    }
+
+    fn heap_alloc(&mut self, len: usize) -> usize {
+        let top = self.heap_top() - len;
+        self.write_u32(OFF_HEAP_TOP, top as u32);
+        let live = self.heap_live() + len;
+        self.write_u32(OFF_HEAP_LIVE, live as u32);
+        top
+    }
+
+    fn set_count(&mut self, n: usize) {
+        self.write_u16(OFF_COUNT, n as u16);
+    }
+
+    /// Space an insert of `key`/`value` needs in this node.
+    pub(crate) fn space_needed(&self, key_len: usize, value_len: usize) -> usize {
+        entry_space(key_len.saturating_sub(self.prefix_len()), value_len)
+    }
+
+    /// Whether an entry of this size fits, possibly after compaction.
+    pub(crate) fn fits(&self, key_len: usize, value_len: usize) -> bool {
+        self.space_needed(key_len, value_len) <= self.free_space()
+    }
+
+    /// Inserts `key`/`value` at `pos` (which must keep the order). Returns false, changing
+    /// nothing, if the entry does not fit even after compaction.
+    pub(crate) fn insert_at(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
+        let plen = self.prefix_len();
+        debug_assert!(key.len() >= plen);
+        let suffix = &key[plen..];
+        let need = entry_space(suffix.len(), value.len());
+        if need > self.free_space() {
+            return false;
+        }
+        if need > self.contiguous_space() {
+            self.compact();
+        }
+        self.insert_suffix_at(pos, suffix, value);
+        true
+    }
+
+    /// Writes one entry; there must be contiguous room for it.
+    fn insert_suffix_at(&mut self, pos: usize, suffix: &[u8], value: &[u8]) {
+        let count = self.count();
+        let heap_len = entry_space(suffix.len(), value.len()) - SLOT;
+        let off = self.heap_alloc(heap_len);
+        let mut w = off;
+        for v in [suffix.len(), value.len()] {
+            if v < 0x80 {
+                self.bytes_mut(w, 1)[0] = v as u8;
+                w += 1;
+            } else {
+                let b = self.bytes_mut(w, 2);
+                b[0] = 0x80 | (v >> 8) as u8;
+                b[1] = v as u8;
+                w += 2;
+            }
+        }
+        let rest = &suffix[suffix.len().min(4)..];
+        self.bytes_mut(w, rest.len()).copy_from_slice(rest);
+        w += rest.len();
+        self.bytes_mut(w, value.len()).copy_from_slice(value);
+        // Shift slots [pos, count) right by one.
+        let start = HEADER + pos * SLOT;
+        let end = HEADER + count * SLOT;
+        self.bytes_mut(start, end - start + SLOT)
+            .copy_within(0..end - start, SLOT);
+        self.write_u32(start, head_of(suffix));
+        self.write_u16(start + 4, off as u16);
+        self.set_count(count + 1);
+    }
+
+    /// Removes entry `pos`.
+    pub(crate) fn remove_at(&mut self, pos: usize) {
+        let count = self.count();
+        let e = self.entry(pos).expect("entry of a latched node");
+        let live = self.heap_live() - e.heap_len;
+        self.write_u32(OFF_HEAP_LIVE, live as u32);
+        let start = HEADER + pos * SLOT;
+        let end = HEADER + count * SLOT;
+        self.bytes_mut(start, end - start)
+            .copy_within(SLOT..end - start, 0);
+        self.set_count(count - 1);
+        if count == 1 {
+            // An empty node reclaims its whole heap except the fences.
+            self.compact();
+        }
+    }
+
+    /// Rewrites the node so that all free space is contiguous.
+    pub(crate) fn compact(&mut self) {
+        let mut scratch = Scratch::new(self.size);
+        let lower = self.lower_fence().expect("latched").map(<[u8]>::to_vec);
+        let upper = self.upper_fence().expect("latched").map(<[u8]>::to_vec);
+        {
+            let mut b = scratch.builder(self.level(), lower.as_deref(), upper.as_deref());
+            b.copy_range(self, 0..self.count());
+            b.finish(self.upper_child());
+        }
+        scratch.copy_into(self);
+    }
+
+    /// Splits this node at `sep_pos`: a fresh page `left` receives the lower part, this node
+    /// keeps the upper part, and the separator key (the new upper fence of `left`) is
+    /// returned for the parent. Leaves keep entry `sep_pos` in `left`; inner nodes move its
+    /// child to `left.upper_child` and push its key up. `sep_pos` must be below `count`
+    /// (leaves) or below `count` with at least one key on the left or right (inner).
+    pub(crate) fn split(&mut self, left: &mut Node, sep_pos: usize) -> Vec<u8> {
+        let count = self.count();
+        assert!(sep_pos < count, "split position out of range");
+        let sep = self.key(sep_pos).expect("latched");
+        let lower = self.lower_fence().expect("latched").map(<[u8]>::to_vec);
+        let upper = self.upper_fence().expect("latched").map(<[u8]>::to_vec);
+        let level = self.level();
+        // Left half into the fresh page.
+        {
+            let mut b = Builder::new(*left, level, lower.as_deref(), Some(&sep));
+            if level == 0 {
+                b.copy_range(self, 0..sep_pos + 1);
+                b.finish(0);
+            } else {
+                b.copy_range(self, 0..sep_pos);
+                b.finish(self.child(sep_pos).expect("latched"));
+            }
+        }
+        // Right half rebuilt in place through a scratch page.
+        let mut scratch = Scratch::new(self.size);
+        {
+            let mut b = scratch.builder(level, Some(&sep), upper.as_deref());
+            b.copy_range(self, sep_pos + 1..count);
+            b.finish(self.upper_child());
+        }
+        scratch.copy_into(self);
+        sep
+    }
+
+    /// Space the merge of `left` into `right` would need, with `sep` being the parent key
+    /// between them (inner nodes pull it down).
+    pub(crate) fn merged_space(left: &Node, right: &Node, sep: &[u8]) -> Result<usize, Restart> {
+        let lower = left.lower_fence()?;
+        let upper = right.upper_fence()?;
+        let plen = prefix_of(lower, upper);
+        let mut total = HEADER + lower.map_or(0, <[u8]>::len) + upper.map_or(0, <[u8]>::len);
+        for n in [left, right] {
+            let grow = n.prefix_len() - plen.min(n.prefix_len());
+            for i in 0..n.count() {
+                let e = n.entry(i)?;
+                total += entry_space(e.suffix_len + grow, e.value_len);
+            }
+        }
+        if !left.is_leaf() {
+            total += entry_space(sep.len() - plen, 4);
+        }
+        Ok(total)
+    }
+
+    /// Merges `left` (its right neighbour under the same parent is `self`) into this node.
+    /// `sep` is the parent key between them. The caller checked `merged_space` fits and
+    /// frees `left` afterwards.
+    pub(crate) fn merge_from_left(&mut self, left: &Node, sep: &[u8]) {
+        let lower = left.lower_fence().expect("latched").map(<[u8]>::to_vec);
+        let upper = self.upper_fence().expect("latched").map(<[u8]>::to_vec);
+        let level = self.level();
+        let mut scratch = Scratch::new(self.size);
+        {
+            let mut b = scratch.builder(level, lower.as_deref(), upper.as_deref());
+            b.copy_range(left, 0..left.count());
+            if level != 0 {
+                b.push(sep, &left.upper_child().to_ne_bytes());
+            }
+            b.copy_range(self, 0..self.count());
+            b.finish(self.upper_child());
+        }
+        scratch.copy_into(self);
+    }
+}
+
+/// A page-sized buffer for rebuilding a node out of place.
+struct Scratch {
+    buf: Vec<u64>,
+    size: usize,
+}
+
+impl Scratch {
+    fn new(size: usize) -> Scratch {
+        Scratch {
+            buf: vec![0u64; size / 8],
+            size,
+        }
+    }
+
+    fn node(&mut self) -> Node {
+        // SAFETY: the buffer holds `size` bytes and outlives the returned view's uses,
+        // which all end before `self` is dropped.
+        unsafe { Node::from_raw(self.buf.as_mut_ptr() as *mut u8, self.size) }
+    }
+
+    fn builder<'a>(&mut self, level: u16, lower: Fence<'a>, upper: Fence<'a>) -> Builder {
+        Builder::new(self.node(), level, lower, upper)
+    }
+
+    /// Copies everything but the latch word into `dst`.
+    fn copy_into(&mut self, dst: &mut Node) {
+        let src = self.node();
+        let bytes = src.bytes(8, self.size - 8).expect("in bounds");
+        dst.bytes_mut(8, self.size - 8).copy_from_slice(bytes);
+    }
+}
+
+/// Writes entries in order into a freshly initialised node.
+struct Builder {
+    node: Node,
+    key: Vec<u8>,
+}
+
+impl Builder {
+    fn new(mut node: Node, level: u16, lower: Fence, upper: Fence) -> Builder {
+        node.init(level, lower, upper);
+        Builder {
+            node,
+            key: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        let pos = self.node.count();
+        let ok = self.node.insert_at(pos, key, value);
+        assert!(ok, "rebuilt node overflows its page");
+    }
+
+    fn copy_range(&mut self, src: &Node, range: std::ops::Range<usize>) {
+        for i in range {
+            let mut key = std::mem::take(&mut self.key);
+            key.clear();
+            src.push_key(i, &mut key).expect("latched");
+            let value = src.value(i).expect("latched");
+            self.push(&key, value);
+            self.key = key;
+        }
+    }
+
+    fn finish(mut self, upper_child: PageId) {
+        self.node.set_upper_child(upper_child);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct TestPage {
+        mem: Vec<u64>,
+    }
+
+    impl TestPage {
+        fn new(size: usize) -> TestPage {
+            TestPage {
+                mem: vec![0; size / 8],
+            }
+        }
+        fn node(&mut self) -> Node {
+            let size = self.mem.len() * 8;
+            // SAFETY: the vector holds `size` bytes and outlives the view in each test.
+            unsafe { Node::from_raw(self.mem.as_mut_ptr() as *mut u8, size) }
+        }
+    }
+
+    fn insert(n: &mut Node, key: &[u8], value: &[u8]) -> bool {
+        let (pos, found) = n.lower_bound(key).unwrap();
+        assert!(!found);
+        n.insert_at(pos, key, value)
+    }
+
+    fn keys(n: &Node) -> Vec<Vec<u8>> {
+        (0..n.count()).map(|i| n.key(i).unwrap()).collect()
+    }
+
+    #[test]
+    fn search_finds_inserted_keys_in_order() {
+        let mut p = TestPage::new(4096);
+        let mut n = p.node();
+        n.init(0, None, None);
+        let ks: Vec<&[u8]> = vec![b"m", b"", b"abcd", b"abc", b"abcde", b"ab\0", b"ab", b"zzzzzzzz"];
+        for k in &ks {
+            assert!(insert(&mut n, k, k));
+        }
+        let mut sorted = ks.clone();
+        sorted.sort();
+        assert_eq!(keys(&n), sorted.iter().map(|k| k.to_vec()).collect::<Vec<_>>());
+        for k in &ks {
+            let (pos, found) = n.lower_bound(k).unwrap();
+            assert!(found);
+            assert_eq!(n.value(pos).unwrap(), *k);
+        }
+        assert_eq!(n.lower_bound(b"abcc").unwrap(), (4, false));
+        assert_eq!(n.lower_bound(b"zzzzzzzzz").unwrap(), (8, false));
+    }
+
+    #[test]
+    fn insert_until_full_then_remove_and_compact() {
+        let mut p = TestPage::new(4096);
+        let mut n = p.node();
+        n.init(0, None, None);
+        let mut i = 0u32;
+        while insert(&mut n, &(i * 7).to_be_bytes(), &[i as u8; 20]) {
+            i += 1;
+        }
+        assert!(i > 100, "only {i} entries fit");
+        let before = n.free_space();
+        for j in (0..i).step_by(2) {
+            let (pos, found) = n.lower_bound(&(j * 7).to_be_bytes()).unwrap();
+            assert!(found);
+            n.remove_at(pos);
+        }
+        assert!(n.free_space() > before);
+        // Fragmented space is reused through compaction.
+        let mut added = 0;
+        while insert(&mut n, &(100_000 + added as u32).to_be_bytes(), &[1; 20]) {
+            added += 1;
+        }
+        assert!(added >= (i / 2) as usize - 1);
+        assert_eq!(n.used_space() + n.free_space(), 4096);
+    }
+
+    #[test]
+    fn split_at_every_position_keeps_all_keys_and_fences() {
+        for sep in 0..20 {
+            let mut p = TestPage::new(4096);
+            let mut q = TestPage::new(4096);
+            let mut n = p.node();
+            let mut left = q.node();
+            n.init(0, Some(b"key0"), Some(b"key9"));
+            assert_eq!(n.prefix_len(), 3);
+            let all: Vec<Vec<u8>> = (0..20).map(|i| format!("key1{i:03}").into_bytes()).collect();
+            for k in &all {
+                assert!(insert(&mut n, k, b"v"));
+            }
+            let s = n.split(&mut left, sep);
+            assert_eq!(s, all[sep]);
+            assert_eq!(keys(&left), all[..=sep].to_vec());
+            assert_eq!(keys(&n), all[sep + 1..].to_vec());
+            assert_eq!(left.lower_fence().unwrap(), Some(&b"key0"[..]));
+            assert_eq!(left.upper_fence().unwrap(), Some(&s[..]));
+            assert_eq!(n.lower_fence().unwrap(), Some(&s[..]));
+            assert_eq!(n.upper_fence().unwrap(), Some(&b"key9"[..]));
+            // Narrower fences give a longer prefix.
+            assert!(n.prefix_len() >= 3 && left.prefix_len() >= 3);
+            assert_eq!(n.prefix().unwrap(), &s[..n.prefix_len()]);
+        }
+    }
+
+    #[test]
+    fn inner_split_pushes_the_separator_up() {
+        let mut p = TestPage::new(4096);
+        let mut q = TestPage::new(4096);
+        let mut n = p.node();
+        let mut left = q.node();
+        n.init(1, None, None);
+        for i in 0..10u32 {
+            assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
+        }
+        n.set_upper_child(999);
+        let sep = n.split(&mut left, 4);
+        assert_eq!(sep, vec![8]);
+        assert_eq!(left.count(), 4);
+        assert_eq!(left.upper_child(), 104);
+        assert_eq!(n.count(), 5);
+        assert_eq!(n.upper_child(), 999);
+        assert_eq!(n.child(0).unwrap(), 105);
+    }
+
+    #[test]
+    fn merge_restores_the_original_node() {
+        let mut p = TestPage::new(4096);
+        let mut q = TestPage::new(4096);
+        let mut n = p.node();
+        let mut left = q.node();
+        n.init(0, Some(b"a"), Some(b"z"));
+        let all: Vec<Vec<u8>> = (0..30).map(|i| format!("m{i:02}").into_bytes()).collect();
+        for k in &all {
+            assert!(insert(&mut n, k, k));
+        }
+        let sep = n.split(&mut left, 11);
+        let need = Node::merged_space(&left, &n, &sep).unwrap();
+        assert!(need <= 4096);
+        n.merge_from_left(&left, &sep);
+        assert_eq!(keys(&n), all);
+        assert_eq!(n.lower_fence().unwrap(), Some(&b"a"[..]));
+        assert_eq!(n.upper_fence().unwrap(), Some(&b"z"[..]));
+        for (i, k) in all.iter().enumerate() {
+            assert_eq!(n.value(i).unwrap(), &k[..]);
+        }
+    }
+
+    #[test]
+    fn inner_merge_pulls_the_separator_down() {
+        let mut p = TestPage::new(4096);
+        let mut q = TestPage::new(4096);
+        let mut n = p.node();
+        let mut left = q.node();
+        n.init(1, None, None);
+        for i in 0..10u32 {
+            assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
+        }
+        n.set_upper_child(999);
+        let sep = n.split(&mut left, 4);
+        n.merge_from_left(&left, &sep);
+        assert_eq!(n.count(), 10);
+        for i in 0..10 {
+            assert_eq!(n.key(i).unwrap(), vec![i as u8 * 2]);
+            assert_eq!(n.child(i).unwrap(), 100 + i as u32);
+        }
+        assert_eq!(n.upper_child(), 999);
+    }
+
+    #[test]
+    fn large_keys_and_values_use_two_byte_lengths() {
+        let mut p = TestPage::new(8192);
+        let mut n = p.node();
+        n.init(0, None, None);
+        let k = vec![7u8; 300];
+        let v = vec![9u8; 2000];
+        assert!(insert(&mut n, &k, &v));
+        let (pos, found) = n.lower_bound(&k).unwrap();
+        assert!(found);
+        assert_eq!(n.value(pos).unwrap(), &v[..]);
+        assert_eq!(n.key(pos).unwrap(), k);
+    }
+}

@@ -1,0 +1,31 @@
+//! A snapshot of the tree's shape and space use.
+
+/// Counters and measurements returned by [`Tree::stats`](crate::Tree::stats).
+///
+/// The shape fields (`height`, page counts, `fill_factor`) come from a walk over all nodes
+/// under shared latches, so they are exact when no writer runs at the same time and a close
+/// approximation otherwise.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Number of levels; 1 when the root is a leaf.
+    pub height: usize,
+    /// Number of leaf nodes.
+    pub leaf_pages: usize,
+    /// Number of inner nodes.
+    pub inner_pages: usize,
+    /// Page bytes in use (pages held by the tree times the page size); freed pages that
+    /// wait for reuse are not counted.
+    pub bytes_allocated: usize,
+    /// Bytes of nodes that hold data (headers, slots, keys, values, fences) divided by the
+    /// bytes of all nodes, between 0 and 1.
+    pub fill_factor: f64,
+    /// Number of entries.
+    pub len: usize,
+    /// Leaf and inner node splits done since the tree was created.
+    pub splits: u64,
+    /// Node merges done since the tree was created.
+    pub merges: u64,
+    /// Operations that had to restart since the tree was created (sampled per thread).
+    pub restarts: u64,
+}

@@ -1,0 +1,737 @@
+//! The tree: descent with optimistic lock coupling, the point operations, splits and merges.
+//!
+//! **Descent.** A reader takes an optimistic snapshot of the meta latch (which guards the
+//! root id), then of the root, and walks down: it reads the child id, takes the child's
+//! snapshot and validates the parent. Nothing is written to shared memory on the way down.
+//! The leaf is then used in the mode the operation needs: validated optimistically (`get`,
+//! `contains_key`), upgraded to shared (`get_with`, scans) or upgraded to exclusive (writes).
+//! An upgrade fails if the node changed since the snapshot, and the operation restarts.
+//!
+//! **Restarts.** Inner functions return `Result<_, Restart>` and use `?`; only the public
+//! operations loop.
+//!
+//! **Splits.** An insert that does not fit releases its leaf and splits it: it descends
+//! again, upgrades parent then child to exclusive (top-down, so latches are always taken
+//! in tree order), and if the parent has no room for the separator splits the parent first.
+//! The split position is the middle, except on the rightmost node of a level when the new key
+//! goes past its last key (an append, as with auto-increment keys): then the node is split
+//! at its end so the left node stays full.
+//!
+//! **Merges (underflow policy).** After a removal leaves a leaf less full than
+//! `Config::merge_threshold` of a page (25% by default), the leaf is merged with its right
+//! sibling under the same parent (its left one if it is the last child), if the result fits in
+//! 3/4 of a page; the left node is freed. Merges take latches only with `try`, so they never
+//! wait and never slow the remover down: a contended merge is skipped and retried by a later
+//! removal. An inner node that underflows is merged the same way, and a root left with a
+//! single child is replaced by that child.
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::iter::Range;
+use crate::latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
+use crate::node::Node;
+use crate::page::{PageAllocator, PageId};
+use crate::stats::Stats;
+use crate::striped::StripedCounter;
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// A concurrent B+Tree over byte keys and byte values, ordered by memcmp.
+///
+/// All operations take `&self`; share a tree between threads with `Arc<Tree>` or scoped
+/// threads.
+///
+/// ```
+/// use contree::Tree;
+/// let tree = Tree::new();
+/// assert_eq!(tree.insert(b"k", b"v1").unwrap(), None);
+/// assert_eq!(tree.insert(b"k", b"v2").unwrap(), Some(b"v1".to_vec()));
+/// tree.update_with(b"k", |v| v[1] = b'3');
+/// assert_eq!(tree.get(b"k"), Some(b"v3".to_vec()));
+/// assert_eq!(tree.remove(b"k"), Some(b"v3".to_vec()));
+/// assert!(tree.is_empty());
+/// ```
+pub struct Tree {
+    pub(crate) pages: PageAllocator,
+    config: Config,
+    /// Guards `root`: optimistic readers validate it after reading the root id.
+    meta: HybridLatch,
+    root: AtomicU32,
+    len: StripedCounter,
+    restarts: StripedCounter,
+    splits: AtomicU64,
+    merges: AtomicU64,
+}
+
+// SAFETY: all shared state is reached through atomics, latches and the page allocator, whose
+// raw page pointers are only dereferenced under the latch protocol described in the module
+// docs of `latch`, `node` and this module.
+unsafe impl Send for Tree {}
+// SAFETY: as above; every method takes `&self` and synchronizes through the node latches.
+unsafe impl Sync for Tree {}
+
+/// Where a descent should end.
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'k> {
+    /// The node at `level` whose range holds the key.
+    Key(&'k [u8], u16),
+    /// The rightmost leaf.
+    Rightmost,
+}
+
+/// A node reached by a descent, with its optimistic snapshot.
+pub(crate) struct Visit<'t> {
+    pub pid: PageId,
+    pub node: Node,
+    pub guard: OptimisticGuard<'t>,
+}
+
+/// What lies above the node a descent ended at.
+pub(crate) enum Above<'t> {
+    /// The node is the root; the guard is the meta latch's snapshot.
+    Root(OptimisticGuard<'t>),
+    /// The parent and the slot in it that leads to the node.
+    Parent(Visit<'t>, usize),
+}
+
+/// The result of an insert attempt that did not fit.
+struct NeedSplit;
+
+impl Default for Tree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("len", &self.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Tree {
+    /// An empty tree with the default [`Config`].
+    pub fn new() -> Tree {
+        Self::with_config(Config::default()).expect("the default config is valid")
+    }
+
+    /// An empty tree with `config`, or [`Error::InvalidConfig`] naming the bad field.
+    pub fn with_config(config: Config) -> Result<Tree, Error> {
+        config.validate()?;
+        let pages = PageAllocator::new(config.page_size, config.max_memory);
+        let root = pages
+            .allocate(1)
+            .map_err(|_| Error::OutOfSpace {
+                max_memory: pages.max_memory(),
+                in_use: pages.bytes_in_use(),
+            })?[0];
+        let tree = Tree {
+            pages,
+            config,
+            meta: HybridLatch::new(),
+            root: AtomicU32::new(root),
+            len: StripedCounter::new(),
+            restarts: StripedCounter::new(),
+            splits: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
+        };
+        {
+            let (mut node, latch) = tree.page(root).expect("fresh page");
+            let _x = latch.exclusive();
+            node.init(0, None, None);
+        }
+        Ok(tree)
+    }
+
+    /// The configuration the tree was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    // ---- page access ------------------------------------------------------------------
+
+    /// The node view and latch of page `pid`.
+    #[inline]
+    pub(crate) fn page(&self, pid: PageId) -> Result<(Node, &HybridLatch), Restart> {
+        let ptr = self.pages.page(pid)?;
+        // SAFETY: `ptr` addresses a whole page that stays mapped as long as `self` lives;
+        // the first 8 bytes of every page are its latch word, 8-aligned (pages are
+        // 4096-aligned) and only ever accessed atomically.
+        unsafe {
+            Ok((
+                Node::from_raw(ptr, self.pages.page_size()),
+                &*(ptr as *const HybridLatch),
+            ))
+        }
+    }
+
+    fn out_of_space(&self) -> Error {
+        Error::OutOfSpace {
+            max_memory: self.pages.max_memory(),
+            in_use: self.pages.bytes_in_use(),
+        }
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<(), Error> {
+        let max = self.config.max_key_len();
+        if key.len() > max {
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, value: &[u8]) -> Result<(), Error> {
+        let max = self.config.max_value_len();
+        if value.len() > max {
+            return Err(Error::ValueTooLarge {
+                len: value.len(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `attempt` until it does not restart, counting restarts.
+    #[inline]
+    pub(crate) fn retry<T>(&self, mut attempt: impl FnMut() -> Result<T, Restart>) -> T {
+        loop {
+            match attempt() {
+                Ok(v) => return v,
+                Err(Restart) => {
+                    self.restarts.add(1);
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    // ---- descent ----------------------------------------------------------------------
+
+    /// Descends optimistically to the node `target` names; returns it and what lies above.
+    /// Every snapshot returned was valid when the next one was taken.
+    pub(crate) fn optimistic_descend(
+        &self,
+        target: Target,
+    ) -> Result<(Visit<'_>, Above<'_>), Restart> {
+        let meta = self.meta.optimistic();
+        let pid = self.root.load(Ordering::Acquire);
+        let (node, latch) = self.page(pid)?;
+        let guard = latch.optimistic();
+        meta.validate()?;
+        let mut above = Above::Root(meta);
+        let mut here = Visit { pid, node, guard };
+        let target_level = match target {
+            Target::Key(_, l) => l,
+            Target::Rightmost => 0,
+        };
+        loop {
+            let level = here.node.level();
+            if level == target_level {
+                here.guard.validate()?;
+                return Ok((here, above));
+            }
+            if level < target_level {
+                here.guard.validate()?;
+                return Err(Restart);
+            }
+            let pos = match target {
+                Target::Key(key, _) => here.node.lower_bound(key)?.0,
+                Target::Rightmost => here.node.count(),
+            };
+            let child = here.node.child(pos)?;
+            let (node, latch) = self.page(child)?;
+            let guard = latch.optimistic();
+            here.guard.validate()?;
+            above = Above::Parent(here, pos);
+            here = Visit {
+                pid: child,
+                node,
+                guard,
+            };
+        }
+    }
+
+    // ---- point reads ------------------------------------------------------------------
+
+    /// The value stored under `key`, copied out.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.retry(|| self.optimistic_get(key))
+    }
+
+    fn optimistic_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Restart> {
+        let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+        let (pos, found) = leaf.node.lower_bound(key)?;
+        let out = if found {
+            Some(leaf.node.value(pos)?.to_vec())
+        } else {
+            None
+        };
+        leaf.guard.validate()?;
+        Ok(out)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.retry(|| self.optimistic_contains(key))
+    }
+
+    fn optimistic_contains(&self, key: &[u8]) -> Result<bool, Restart> {
+        let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+        let (_, found) = leaf.node.lower_bound(key)?;
+        leaf.guard.validate()?;
+        Ok(found)
+    }
+
+    /// Runs `f` on the value bytes of `key` without copying them, under the leaf's shared
+    /// latch (writers to that leaf wait until `f` returns, so keep it short).
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"k", b"hello").unwrap();
+    /// assert_eq!(tree.get_with(b"k", |v| v.len()), Some(5));
+    /// ```
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let mut f = Some(f);
+        self.retry(|| {
+            let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+            let _shared = leaf.guard.upgrade_shared()?;
+            let (pos, found) = leaf.node.lower_bound(key)?;
+            if !found {
+                return Ok(None);
+            }
+            let value = leaf.node.value(pos)?;
+            Ok(f.take().map(|f| f(value)))
+        })
+    }
+
+    // ---- writes -----------------------------------------------------------------------
+
+    /// Inserts or replaces the value of `key`; returns the previous value.
+    ///
+    /// Fails with [`Error::KeyTooLarge`] or [`Error::ValueTooLarge`] for oversized input and
+    /// with [`Error::OutOfSpace`] when a split needs a page the memory budget does not
+    /// allow; in every error case the tree's contents are unchanged.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.check_key(key)?;
+        self.check_value(value)?;
+        loop {
+            match self.retry(|| self.insert_attempt(key, value)) {
+                Ok(old) => {
+                    if old.is_none() {
+                        self.len.add(1);
+                    }
+                    return Ok(old);
+                }
+                Err(NeedSplit) => {
+                    self.split_for(key, 0)?;
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn insert_attempt(
+        &self,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Result<Option<Vec<u8>>, NeedSplit>, Restart> {
+        let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+        let mut node = leaf.node;
+        let _x = leaf.guard.upgrade_exclusive()?;
+        let (pos, found) = node.lower_bound(key)?;
+        if found {
+            let e = node.entry(pos)?;
+            let old = node.bytes(e.value_off, e.value_len)?.to_vec();
+            if old.len() == value.len() {
+                node.value_mut(pos).copy_from_slice(value);
+                return Ok(Ok(Some(old)));
+            }
+            let need = node.space_needed(key.len(), value.len());
+            if need > node.free_space() + e.heap_len + crate::node::SLOT {
+                return Ok(Err(NeedSplit));
+            }
+            node.remove_at(pos);
+            let ok = node.insert_at(pos, key, value);
+            debug_assert!(ok);
+            return Ok(Ok(Some(old)));
+        }
+        if node.insert_at(pos, key, value) {
+            Ok(Ok(None))
+        } else {
+            Ok(Err(NeedSplit))
+        }
+    }
+
+    /// Changes the value of `key` in place under the leaf's exclusive latch and returns what
+    /// `f` returns, or `None` if the key is absent. The value keeps its length.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"counter", &0u64.to_le_bytes()).unwrap();
+    /// tree.update_with(b"counter", |v| {
+    ///     let n = u64::from_le_bytes(v.try_into().unwrap()) + 1;
+    ///     v.copy_from_slice(&n.to_le_bytes());
+    /// });
+    /// assert_eq!(tree.get(b"counter"), Some(1u64.to_le_bytes().to_vec()));
+    /// ```
+    pub fn update_with<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let mut f = Some(f);
+        self.retry(|| {
+            let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+            let mut node = leaf.node;
+            let _x = leaf.guard.upgrade_exclusive()?;
+            let (pos, found) = node.lower_bound(key)?;
+            if !found {
+                return Ok(None);
+            }
+            Ok(f.take().map(|f| f(node.value_mut(pos))))
+        })
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&self, key: &[u8]) -> Option<Vec<u8>> {
+        if key.len() > self.config.max_key_len() {
+            return None;
+        }
+        let (old, underfull) = self.retry(|| {
+            let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+            let mut node = leaf.node;
+            let _x = leaf.guard.upgrade_exclusive()?;
+            let (pos, found) = node.lower_bound(key)?;
+            if !found {
+                return Ok((None, false));
+            }
+            let old = node.value(pos)?.to_vec();
+            node.remove_at(pos);
+            Ok((Some(old), self.is_underfull(&node)))
+        });
+        if old.is_some() {
+            self.len.add(-1);
+            if underfull {
+                self.try_merge(key, 0);
+            }
+        }
+        old
+    }
+
+    fn is_underfull(&self, node: &Node) -> bool {
+        node.count() == 0
+            || (node.used_space() as f64) < self.config.merge_threshold * node.page_size() as f64
+    }
+
+    // ---- splits -------------------------------------------------------------------------
+
+    /// Splits the node at `level` that holds `key`, splitting its ancestors first where
+    /// they lack room for the separator.
+    fn split_for(&self, key: &[u8], level: u16) -> Result<(), Error> {
+        loop {
+            match self.retry(|| self.split_attempt(key, level)) {
+                SplitOutcome::Done => return Ok(()),
+                SplitOutcome::ParentFull => self.split_for(key, level + 1)?,
+                SplitOutcome::OutOfSpace => return Err(self.out_of_space()),
+            }
+        }
+    }
+
+    fn split_attempt(&self, key: &[u8], level: u16) -> Result<SplitOutcome, Restart> {
+        let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
+        // Latch top-down first; every node read below happens under an exclusive latch.
+        let mut node = here.node;
+        let (_above_x, parent) = match above {
+            Above::Root(meta) => (meta.upgrade_exclusive()?, None),
+            Above::Parent(parent, _) => (parent.guard.upgrade_exclusive()?, Some(parent.node)),
+        };
+        let _x = here.guard.upgrade_exclusive()?;
+        let count = node.count();
+        if count < 2 && level > 0 || count == 0 {
+            // Nothing to split (another thread emptied it); the caller retries its insert.
+            return Ok(SplitOutcome::Done);
+        }
+        let append = node.upper_fence()?.is_none() && node.lower_bound(key)?.0 == count;
+        let sep_pos = match (append, level) {
+            (true, 0) => count - 1,
+            (true, _) => count - 2,
+            (false, _) => (count - 1) / 2,
+        };
+        match parent {
+            None => {
+                let Ok(ids) = self.pages.allocate(2) else {
+                    return Ok(SplitOutcome::OutOfSpace);
+                };
+                let (left_pid, root_pid) = (ids[0], ids[1]);
+                let (mut left, left_latch) = self.page(left_pid)?;
+                let (mut root, root_latch) = self.page(root_pid)?;
+                let _lx = left_latch.exclusive();
+                let _rx = root_latch.exclusive();
+                let sep = node.split(&mut left, sep_pos);
+                root.init(level + 1, None, None);
+                let ok = root.insert_at(0, &sep, &left_pid.to_ne_bytes());
+                debug_assert!(ok);
+                root.set_upper_child(here.pid);
+                self.root.store(root_pid, Ordering::Release);
+                self.splits.fetch_add(1, Ordering::Relaxed);
+                Ok(SplitOutcome::Done)
+            }
+            Some(mut pnode) => {
+                let sep_len = node.entry(sep_pos).map(|e| e.suffix_len)? + node.prefix_len();
+                if !pnode.fits(sep_len, 4) {
+                    return Ok(SplitOutcome::ParentFull);
+                }
+                let Ok(ids) = self.pages.allocate(1) else {
+                    return Ok(SplitOutcome::OutOfSpace);
+                };
+                let left_pid = ids[0];
+                let (mut left, left_latch) = self.page(left_pid)?;
+                let _lx = left_latch.exclusive();
+                let sep = node.split(&mut left, sep_pos);
+                let (pos, found) = pnode.lower_bound(&sep)?;
+                debug_assert!(!found);
+                let ok = pnode.insert_at(pos, &sep, &left_pid.to_ne_bytes());
+                debug_assert!(ok);
+                self.splits.fetch_add(1, Ordering::Relaxed);
+                Ok(SplitOutcome::Done)
+            }
+        }
+    }
+
+    // ---- merges -------------------------------------------------------------------------
+
+    /// Best-effort merge of the underfull node at `level` holding `key` with a sibling.
+    /// Never waits for a latch.
+    fn try_merge(&self, key: &[u8], level: u16) {
+        for _ in 0..4 {
+            match self.merge_attempt(key, level) {
+                Ok(MergeOutcome::ParentUnderfull) => {
+                    self.try_merge(key, level + 1);
+                    return;
+                }
+                Ok(MergeOutcome::RootSingleChild) => {
+                    let _ = self.try_collapse_root();
+                    return;
+                }
+                Ok(MergeOutcome::Done) => return,
+                Err(Restart) => {}
+            }
+        }
+    }
+
+    fn merge_attempt(&self, key: &[u8], level: u16) -> Result<MergeOutcome, Restart> {
+        let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
+        let Above::Parent(parent, pos) = above else {
+            return Ok(MergeOutcome::Done);
+        };
+        let mut pnode = parent.node;
+        let Some(_px) = parent.guard.try_upgrade_exclusive()? else {
+            return Ok(MergeOutcome::Done);
+        };
+        let pcount = pnode.count();
+        if pcount == 0 {
+            return Ok(if pnode_is_root(self, parent.pid) {
+                MergeOutcome::RootSingleChild
+            } else {
+                MergeOutcome::Done
+            });
+        }
+        // The pair (left slot, right child) to merge.
+        let (left_pos, left_pid, right_pid) = if pos < pcount {
+            (pos, here.pid, pnode.child(pos + 1)?)
+        } else {
+            (pcount - 1, pnode.child(pcount - 1)?, here.pid)
+        };
+        let (left, left_latch) = self.page(left_pid)?;
+        let (mut right, right_latch) = self.page(right_pid)?;
+        let (lx, _rx): (ExclusiveGuard, ExclusiveGuard);
+        if left_pid == here.pid {
+            let Some(g) = here.guard.try_upgrade_exclusive()? else {
+                return Ok(MergeOutcome::Done);
+            };
+            lx = g;
+            let Some(g) = right_latch.try_exclusive() else {
+                return Ok(MergeOutcome::Done);
+            };
+            _rx = g;
+        } else {
+            let Some(g) = left_latch.try_exclusive() else {
+                return Ok(MergeOutcome::Done);
+            };
+            lx = g;
+            let Some(g) = here.guard.try_upgrade_exclusive()? else {
+                return Ok(MergeOutcome::Done);
+            };
+            _rx = g;
+        }
+        if !self.is_underfull(&here.node) {
+            return Ok(MergeOutcome::Done);
+        }
+        let sep = pnode.key(left_pos)?;
+        let need = Node::merged_space(&left, &right, &sep)?;
+        if need > right.page_size() * 3 / 4 {
+            return Ok(MergeOutcome::Done);
+        }
+        right.merge_from_left(&left, &sep);
+        pnode.remove_at(left_pos);
+        self.pages.free(left_pid);
+        drop(lx);
+        self.merges.fetch_add(1, Ordering::Relaxed);
+        if pnode.count() == 0 && pnode_is_root(self, parent.pid) {
+            return Ok(MergeOutcome::RootSingleChild);
+        }
+        Ok(if self.is_underfull(&pnode) {
+            MergeOutcome::ParentUnderfull
+        } else {
+            MergeOutcome::Done
+        })
+    }
+
+    /// Replaces an inner root that has no keys by its only child.
+    fn try_collapse_root(&self) -> Result<(), Restart> {
+        let meta = self.meta.optimistic();
+        let pid = self.root.load(Ordering::Acquire);
+        let (root, latch) = self.page(pid)?;
+        let guard = latch.optimistic();
+        meta.validate()?;
+        let Some(_m) = meta.try_upgrade_exclusive()? else {
+            return Ok(());
+        };
+        let Some(_x) = guard.try_upgrade_exclusive()? else {
+            return Ok(());
+        };
+        if root.is_leaf() || root.count() != 0 {
+            return Ok(());
+        }
+        let child = root.upper_child();
+        self.root.store(child, Ordering::Release);
+        self.pages.free(pid);
+        self.merges.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    // ---- whole-tree operations ---------------------------------------------------------
+
+    /// A double-ended iterator over the entries whose keys lie in `range`, in key order.
+    ///
+    /// The iterator copies one leaf at a time under a shared latch and remembers the last
+    /// key it returned, so it stays correct across concurrent splits and merges: it never
+    /// returns a key twice or out of order, and returns every key that stayed in the tree
+    /// for the whole scan.
+    ///
+    /// ```
+    /// use std::ops::Bound::{Excluded, Included};
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     tree.insert(k, b"").unwrap();
+    /// }
+    /// let keys: Vec<_> = tree
+    ///     .range::<(std::ops::Bound<&[u8]>, _)>((Included(&b"b"[..]), Excluded(&b"d"[..])))
+    ///     .map(|(k, _)| k)
+    ///     .collect();
+    /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
+    /// let last = tree.range::<std::ops::RangeFull>(..).next_back();
+    /// assert_eq!(last.map(|(k, _)| k), Some(b"d".to_vec()));
+    /// ```
+    pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
+        let own = |b: Bound<&[u8]>| match b {
+            Bound::Included(k) => Bound::Included(k.to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Range::new(self, own(range.start_bound()), own(range.end_bound()))
+    }
+
+    /// All entries in key order.
+    pub fn iter(&self) -> Range<'_> {
+        Range::new(self, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.iter().next()
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.iter().next_back()
+    }
+
+    /// Number of entries. Kept in striped per-thread counters, so it costs no shared hot
+    /// word on the write path; exact when no writer runs concurrently.
+    pub fn len(&self) -> usize {
+        self.len.sum().max(0) as usize
+    }
+
+    /// Whether the tree has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Shape, space and counters. Walks every node under its shared latch: O(pages).
+    pub fn stats(&self) -> Stats {
+        let mut s = Stats {
+            bytes_allocated: self.pages.bytes_in_use(),
+            len: self.len(),
+            splits: self.splits.load(Ordering::Relaxed),
+            merges: self.merges.load(Ordering::Relaxed),
+            restarts: self.restarts.sum().max(0) as u64,
+            ..Stats::default()
+        };
+        let mut used = 0usize;
+        let root = self.root.load(Ordering::Acquire);
+        let mut stack = vec![(root, u16::MAX)];
+        while let Some((pid, expect_level)) = stack.pop() {
+            let Ok((node, latch)) = self.page(pid) else {
+                continue;
+            };
+            let _s = latch.shared();
+            let level = node.level();
+            if expect_level != u16::MAX && level != expect_level {
+                continue; // freed and reused under our feet
+            }
+            s.height = s.height.max(level as usize + 1);
+            used += node.used_space();
+            if level == 0 {
+                s.leaf_pages += 1;
+            } else {
+                s.inner_pages += 1;
+                for i in 0..=node.count() {
+                    if let Ok(c) = node.child(i) {
+                        stack.push((c, level - 1));
+                    }
+                }
+            }
+        }
+        let pages = s.leaf_pages + s.inner_pages;
+        if pages > 0 {
+            s.fill_factor = used as f64 / (pages * self.config.page_size) as f64;
+        }
+        s
+    }
+
+    /// Checks the structure: key order inside and across nodes, fences, prefixes, levels,
+    /// entry counts and that every allocated page is reachable. Meant for tests; run it
+    /// while no writer is active.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        crate::invariants::check(self, self.root.load(Ordering::Acquire))
+    }
+}
+
+fn pnode_is_root(tree: &Tree, pid: PageId) -> bool {
+    tree.root.load(Ordering::Acquire) == pid
+}
+
+enum SplitOutcome {
+    Done,
+    ParentFull,
+    OutOfSpace,
+}
+
+enum MergeOutcome {
+    Done,
+    ParentUnderfull,
+    RootSingleChild,
+}

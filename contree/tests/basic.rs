@@ -1,0 +1,71 @@
+//! Quick end-to-end checks of the byte API against a `BTreeMap` oracle with seeded random
+//! operations: inserts, overwrites with other value sizes, removals, point reads and scans.
+
+use contree::{Config, Tree};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::BTreeMap;
+
+fn run(seed: u64, ops: usize, key_space: u64, page_size: usize) {
+    let tree = Tree::with_config(Config {
+        page_size,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut oracle = BTreeMap::new();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for i in 0..ops {
+        let k = rng.gen_range(0..key_space);
+        let key = match k % 3 {
+            0 => k.to_be_bytes().to_vec(),
+            1 => format!("user{k}").into_bytes(),
+            _ => vec![b'x'; (k % 200) as usize],
+        };
+        match rng.gen_range(0..10) {
+            0..=5 => {
+                let value = vec![(i % 251) as u8; rng.gen_range(0..40)];
+                assert_eq!(tree.insert(&key, &value).unwrap(), oracle.insert(key, value));
+            }
+            6..=7 => assert_eq!(tree.remove(&key), oracle.remove(&key)),
+            _ => assert_eq!(tree.get(&key), oracle.get(&key).cloned()),
+        }
+    }
+    tree.check_invariants().unwrap();
+    assert_eq!(tree.len(), oracle.len());
+    let all: Vec<_> = tree.iter().collect();
+    let expect: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(all, expect);
+    let rev: Vec<_> = tree.iter().rev().collect();
+    let expect_rev: Vec<_> = expect.iter().rev().cloned().collect();
+    assert_eq!(rev, expect_rev);
+    // Remove everything: merges collapse the tree back to one leaf.
+    for k in oracle.keys() {
+        assert!(tree.remove(k).is_some());
+    }
+    tree.check_invariants().unwrap();
+    assert!(tree.is_empty());
+    assert_eq!(tree.iter().next(), None);
+}
+
+#[test]
+fn random_ops_match_oracle_small_pages() {
+    run(1, 200_000, 20_000, 4096);
+}
+
+#[test]
+fn random_ops_match_oracle_large_pages() {
+    run(2, 100_000, 5_000, 16384);
+}
+
+#[test]
+fn sequential_inserts_fill_pages() {
+    let tree = Tree::new();
+    for i in 0u64..100_000 {
+        tree.insert(&i.to_be_bytes(), &i.to_le_bytes()).unwrap();
+    }
+    tree.check_invariants().unwrap();
+    let s = tree.stats();
+    assert!(s.fill_factor > 0.75, "{s:?}");
+    assert!(s.bytes_allocated / tree.len() <= 22, "{s:?}");
+    assert_eq!(tree.first().unwrap().0, 0u64.to_be_bytes().to_vec());
+    assert_eq!(tree.last().unwrap().0, 99_999u64.to_be_bytes().to_vec());
+}
