@@ -37,8 +37,12 @@ impl Walk<'_> {
                 return Err(format!("{here}: expected level {l}"));
             }
         }
-        let lf = node.lower_fence().map_err(|_| format!("{here}: bad lower fence"))?;
-        let uf = node.upper_fence().map_err(|_| format!("{here}: bad upper fence"))?;
+        let lf = node
+            .lower_fence()
+            .map_err(|_| format!("{here}: bad lower fence"))?;
+        let uf = node
+            .upper_fence()
+            .map_err(|_| format!("{here}: bad upper fence"))?;
         if lf != lower || uf != upper {
             return Err(format!(
                 "{here}: fences {lf:?}..{uf:?} differ from parent's {lower:?}..{upper:?}"
@@ -60,7 +64,9 @@ impl Walk<'_> {
         let count = node.count();
         let mut keys = Vec::with_capacity(count);
         for i in 0..count {
-            let k = node.key(i).map_err(|_| format!("{here}: entry {i} unreadable"))?;
+            let k = node
+                .key(i)
+                .map_err(|_| format!("{here}: entry {i} unreadable"))?;
             if let Some(l) = lf {
                 if k.as_slice() <= l {
                     return Err(format!("{here}: key {k:?} not above lower fence {l:?}"));
@@ -93,8 +99,16 @@ impl Walk<'_> {
         let level = node.level() - 1;
         // The shared latch is held while the children are checked; no writer runs.
         for (i, &child) in children.iter().enumerate() {
-            let lo = if i == 0 { lf } else { Some(keys[i - 1].as_slice()) };
-            let hi = if i == count { uf } else { Some(keys[i].as_slice()) };
+            let lo = if i == 0 {
+                lf
+            } else {
+                Some(keys[i - 1].as_slice())
+            };
+            let hi = if i == count {
+                uf
+            } else {
+                Some(keys[i].as_slice())
+            };
             self.node(child, Some(level), lo, hi)?;
         }
         Ok(())

@@ -161,7 +161,9 @@ impl HybridLatch {
                 continue;
             }
             slow_path = true;
-            wait_while(self, |s| s & EXCLUSIVE != 0 || s & SHARED_MASK == SHARED_MASK);
+            wait_while(self, |s| {
+                s & EXCLUSIVE != 0 || s & SHARED_MASK == SHARED_MASK
+            });
         }
     }
 
@@ -220,10 +222,9 @@ impl HybridLatch {
 
     fn release_exclusive(&self) {
         // Bump the version, clear EXCLUSIVE and PARKED in one step.
-        let prev = self.state.fetch_add(
-            VERSION_ONE.wrapping_sub(EXCLUSIVE),
-            Ordering::Release,
-        );
+        let prev = self
+            .state
+            .fetch_add(VERSION_ONE.wrapping_sub(EXCLUSIVE), Ordering::Release);
         if prev & PARKED != 0 {
             self.state.fetch_and(!PARKED, Ordering::Relaxed);
             unpark_all(self as *const HybridLatch as usize);
@@ -306,11 +307,12 @@ impl<'a> OptimisticGuard<'a> {
         if s & SHARED_MASK != 0 {
             return Ok(None);
         }
-        match self
-            .latch
-            .state
-            .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
-        {
+        match self.latch.state.compare_exchange(
+            s,
+            s | EXCLUSIVE,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
             Ok(_) => Ok(Some(ExclusiveGuard {
                 latch: self.latch,
                 slow_path: false,

@@ -18,8 +18,8 @@
 //! `prefix_len` bytes of the lower fence) and cut from every key. A slot's `head` is the
 //! first four bytes of the key's suffix, big-endian and zero-padded, so most comparisons of
 //! a binary search never leave the slot array. A heap entry is
-//! `varint(suffix_len) varint(value_len) suffix[4..] value`: the head bytes are not stored
-//! twice.
+//! `lengths suffix[4..] value`, where `lengths` takes one byte for short suffixes and values
+//! (see [`entry_space`]): the head bytes are not stored twice.
 //!
 //! Inner nodes store child page ids as 4-byte values: the child at slot `i` holds the keys
 //! in `(key[i-1], key[i]]` and `upper_child` holds the keys above the last key.
@@ -64,19 +64,24 @@ pub(crate) fn head_of(suffix: &[u8]) -> u32 {
     u32::from_be_bytes(b)
 }
 
+/// Bytes the length header of an entry takes: one byte for a suffix below 8 and a value
+/// below 16 bytes (`0sss_vvvv`), two for a suffix below 64 and a value below 256
+/// (`10ss_ssss vvvv_vvvv`), otherwise a marker byte `11xx_xxxx` and two little-endian u16.
 #[inline]
-fn varint_len(v: usize) -> usize {
-    if v < 0x80 {
+fn lens_len(suffix_len: usize, value_len: usize) -> usize {
+    if suffix_len < 8 && value_len < 16 {
         1
-    } else {
+    } else if suffix_len < 64 && value_len < 256 {
         2
+    } else {
+        5
     }
 }
 
-/// Bytes one entry takes in a node: slot, lengths, suffix beyond the head, value.
+/// Bytes one entry takes in a node: slot, length header, suffix beyond the head, value.
 #[inline]
 pub(crate) fn entry_space(suffix_len: usize, value_len: usize) -> usize {
-    SLOT + varint_len(suffix_len) + varint_len(value_len) + suffix_len.saturating_sub(4) + value_len
+    SLOT + lens_len(suffix_len, value_len) + suffix_len.saturating_sub(4) + value_len
 }
 
 /// Length of the longest common prefix of two byte strings.
@@ -261,27 +266,55 @@ impl Node {
         self.read_u16(HEADER + i * SLOT + 4) as usize
     }
 
-    /// Decodes the varint at `off`; returns (value, bytes used).
+    /// Asks the CPU to start loading the whole slot array, so that the cache misses of a
+    /// binary search overlap instead of coming one after another.
     #[inline]
-    fn varint_at(&self, off: usize) -> Result<(usize, usize), Restart> {
+    fn prefetch_slots(&self, count: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let end = HEADER + count * SLOT;
+            let mut off = HEADER + 64;
+            while off < end {
+                // SAFETY: `off < end <= page size` (count is clamped), so the address lies
+                // inside the page; a prefetch never faults and has no visible effect.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                        self.ptr.add(off) as *const i8,
+                    );
+                }
+                off += 64;
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = count;
+    }
+
+    /// Decodes the length header at `off`: (suffix length, value length, header bytes).
+    #[inline]
+    fn lens_at(&self, off: usize) -> Result<(usize, usize, usize), Restart> {
         let b = self.bytes(off, 1)?[0];
         if b < 0x80 {
-            return Ok((b as usize, 1));
+            return Ok(((b >> 4) as usize, (b & 0x0F) as usize, 1));
         }
-        let lo = self.bytes(off + 1, 1)?[0];
-        Ok(((((b & 0x7F) as usize) << 8) | lo as usize, 2))
+        if b < 0xC0 {
+            let v = self.bytes(off + 1, 1)?[0];
+            return Ok(((b & 0x3F) as usize, v as usize, 2));
+        }
+        let l = self.bytes(off + 1, 4)?;
+        let s = u16::from_le_bytes([l[0], l[1]]) as usize;
+        let v = u16::from_le_bytes([l[2], l[3]]) as usize;
+        Ok((s, v, 5))
     }
 
     /// Locates the parts of entry `i`; every offset it returns lies inside the page.
     #[inline]
     pub(crate) fn entry(&self, i: usize) -> Result<EntryLoc, Restart> {
         let off = self.slot_offset(i);
-        let (suffix_len, a) = self.varint_at(off)?;
-        let (value_len, b) = self.varint_at(off + a)?;
-        let rest_off = off + a + b;
+        let (suffix_len, value_len, h) = self.lens_at(off)?;
+        let rest_off = off + h;
         let rest = suffix_len.saturating_sub(4);
         let value_off = rest_off + rest;
-        let heap_len = a + b + rest + value_len;
+        let heap_len = h + rest + value_len;
         if value_off + value_len > self.size {
             return Err(Restart);
         }
@@ -369,7 +402,23 @@ impl Node {
         }
         let suffix = &key[plen..];
         let head = head_of(suffix);
-        let (mut lo, mut hi) = (0usize, self.count());
+        let count = self.count();
+        if self.is_leaf() {
+            self.prefetch_slots(count);
+        }
+        // Heads decide most comparisons: find the run of slots whose head equals the key's.
+        let mut lo = self.first_head_at_least(head, 0, count);
+        if lo == count || self.slot_head(lo) != head {
+            return Ok((lo, false));
+        }
+        let mut hi = if lo + 1 == count || self.slot_head(lo + 1) != head {
+            lo + 1
+        } else if head == u32::MAX {
+            count
+        } else {
+            self.first_head_at_least(head + 1, lo + 1, count)
+        };
+        // Inside the run, compare whole suffixes.
         while lo < hi {
             let mid = (lo + hi) / 2;
             match self.cmp_entry(mid, head, suffix)? {
@@ -379,6 +428,27 @@ impl Node {
             }
         }
         Ok((lo, false))
+    }
+
+    /// The first slot in `from..to` whose head is `>= head` (branch-free binary search).
+    #[inline]
+    fn first_head_at_least(&self, head: u32, from: usize, to: usize) -> usize {
+        if from >= to {
+            return to;
+        }
+        let mut base = from;
+        let mut n = to - from;
+        while n > 1 {
+            let half = n / 2;
+            let mid = base + half;
+            base = if self.slot_head(mid) < head {
+                mid
+            } else {
+                base
+            };
+            n -= half;
+        }
+        base + (self.slot_head(base) < head) as usize
     }
 
     // ---- writes (exclusive latch held) ------------------------------------------------
@@ -452,18 +522,22 @@ impl Node {
         let count = self.count();
         let heap_len = entry_space(suffix.len(), value.len()) - SLOT;
         let off = self.heap_alloc(heap_len);
-        let mut w = off;
-        for v in [suffix.len(), value.len()] {
-            if v < 0x80 {
-                self.bytes_mut(w, 1)[0] = v as u8;
-                w += 1;
-            } else {
-                let b = self.bytes_mut(w, 2);
-                b[0] = 0x80 | (v >> 8) as u8;
-                b[1] = v as u8;
-                w += 2;
+        let (sl, vl) = (suffix.len(), value.len());
+        let h = lens_len(sl, vl);
+        let header = self.bytes_mut(off, h);
+        match h {
+            1 => header[0] = ((sl << 4) | vl) as u8,
+            2 => {
+                header[0] = 0x80 | sl as u8;
+                header[1] = vl as u8;
+            }
+            _ => {
+                header[0] = 0xC0;
+                header[1..3].copy_from_slice(&(sl as u16).to_le_bytes());
+                header[3..5].copy_from_slice(&(vl as u16).to_le_bytes());
             }
         }
+        let mut w = off + h;
         let rest = &suffix[suffix.len().min(4)..];
         self.bytes_mut(w, rest.len()).copy_from_slice(rest);
         w += rest.len();
@@ -637,14 +711,28 @@ impl Builder {
     }
 
     fn copy_range(&mut self, src: &Node, range: std::ops::Range<usize>) {
+        let src_plen = src.prefix_len();
+        let dst_plen = self.node.prefix_len();
+        let mut key = std::mem::take(&mut self.key);
         for i in range {
-            let mut key = std::mem::take(&mut self.key);
             key.clear();
-            src.push_key(i, &mut key).expect("latched");
-            let value = src.value(i).expect("latched");
-            self.push(&key, value);
-            self.key = key;
+            if dst_plen >= src_plen {
+                // The common case (splits): the new suffix is the old one, shortened.
+                src.push_suffix(i, &mut key).expect("latched");
+                let suffix = &key[dst_plen - src_plen..];
+                let value = src.value(i).expect("latched");
+                let pos = self.node.count();
+                debug_assert!(
+                    entry_space(suffix.len(), value.len()) <= self.node.contiguous_space()
+                );
+                self.node.insert_suffix_at(pos, suffix, value);
+            } else {
+                src.push_key(i, &mut key).expect("latched");
+                let value = src.value(i).expect("latched");
+                self.push(&key, value);
+            }
         }
+        self.key = key;
     }
 
     fn finish(mut self, upper_child: PageId) {
@@ -688,13 +776,25 @@ mod tests {
         let mut p = TestPage::new(4096);
         let mut n = p.node();
         n.init(0, None, None);
-        let ks: Vec<&[u8]> = vec![b"m", b"", b"abcd", b"abc", b"abcde", b"ab\0", b"ab", b"zzzzzzzz"];
+        let ks: Vec<&[u8]> = vec![
+            b"m",
+            b"",
+            b"abcd",
+            b"abc",
+            b"abcde",
+            b"ab\0",
+            b"ab",
+            b"zzzzzzzz",
+        ];
         for k in &ks {
             assert!(insert(&mut n, k, k));
         }
         let mut sorted = ks.clone();
         sorted.sort();
-        assert_eq!(keys(&n), sorted.iter().map(|k| k.to_vec()).collect::<Vec<_>>());
+        assert_eq!(
+            keys(&n),
+            sorted.iter().map(|k| k.to_vec()).collect::<Vec<_>>()
+        );
         for k in &ks {
             let (pos, found) = n.lower_bound(k).unwrap();
             assert!(found);
@@ -739,7 +839,9 @@ mod tests {
             let mut left = q.node();
             n.init(0, Some(b"key0"), Some(b"key9"));
             assert_eq!(n.prefix_len(), 3);
-            let all: Vec<Vec<u8>> = (0..20).map(|i| format!("key1{i:03}").into_bytes()).collect();
+            let all: Vec<Vec<u8>> = (0..20)
+                .map(|i| format!("key1{i:03}").into_bytes())
+                .collect();
             for k in &all {
                 assert!(insert(&mut n, k, b"v"));
             }
@@ -822,7 +924,7 @@ mod tests {
     }
 
     #[test]
-    fn large_keys_and_values_use_two_byte_lengths() {
+    fn large_keys_and_values_use_long_length_headers() {
         let mut p = TestPage::new(8192);
         let mut n = p.node();
         n.init(0, None, None);

@@ -1,13 +1,15 @@
 //! The page allocator: fixed-size pages named by 32-bit page ids, one translation from id
 //! to address, reuse of freed pages, and the memory budget.
 //!
-//! Pages live in segments that are never returned to the system while the tree lives:
-//! segment `k` holds `FIRST_SEGMENT_PAGES << k` pages, so the id space grows geometrically
-//! and an id is translated with one leading-zero count. Because memory is never unmapped,
-//! an optimistic reader that follows a stale or garbage id either finds an unallocated
-//! segment (and restarts) or reads mapped page memory whose latch version tells it the read
-//! was invalid. The latch word at the start of each page is never reset, so a page's version
-//! only grows across free and reuse.
+//! Pages live in segments of `SEGMENT_PAGES` pages that are never returned to the system
+//! while the tree lives. A two-level directory maps an id to its segment: a fixed array of
+//! chunk pointers, each chunk an array of segment pointers allocated when first needed. So a
+//! tree never holds more than one partly used segment (at most 31 unused pages), and an id
+//! is translated with two cached loads. Because memory is never unmapped, an optimistic
+//! reader that follows a stale or garbage id either finds no segment (and restarts) or reads
+//! mapped page memory whose latch version tells it the read was invalid. The latch word at
+//! the start of each page is never reset, so a page's version only grows across free and
+//! reuse.
 //!
 //! Allocation and free take a mutex: they happen once per split or merge, not per
 //! operation.
@@ -20,21 +22,27 @@ use std::sync::Mutex;
 /// A page id. Id 0 is a valid page.
 pub(crate) type PageId = u32;
 
-const FIRST_SEGMENT_SHIFT: u32 = 4;
-const FIRST_SEGMENT_PAGES: u64 = 1 << FIRST_SEGMENT_SHIFT;
-const SEGMENTS: usize = 28;
+const SEGMENT_SHIFT: u32 = 5;
+const SEGMENT_PAGES: usize = 1 << SEGMENT_SHIFT;
+const CHUNK_SHIFT: u32 = 12;
+const CHUNK_SEGMENTS: usize = 1 << CHUNK_SHIFT;
+const CHUNKS: usize = 512;
+/// The most pages one tree can hold (64 Mi pages: 256 GiB of 4 KiB pages).
+const MAX_PAGES: usize = CHUNKS * CHUNK_SEGMENTS * SEGMENT_PAGES;
 /// Alignment of every page.
 const PAGE_ALIGN: usize = 4096;
 
+type Chunk = AtomicPtr<u8>;
+
 struct FreeList {
     free: Vec<PageId>,
-    next_fresh: u64,
+    next_fresh: usize,
 }
 
 pub(crate) struct PageAllocator {
     page_size: usize,
     max_pages: usize,
-    segments: [AtomicPtr<u8>; SEGMENTS],
+    chunks: Box<[AtomicPtr<Chunk>]>,
     in_use: AtomicUsize,
     state: Mutex<FreeList>,
 }
@@ -43,19 +51,18 @@ pub(crate) struct PageAllocator {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Exhausted;
 
-#[inline]
-fn locate(pid: PageId) -> (usize, u64) {
-    let t = pid as u64 + FIRST_SEGMENT_PAGES;
-    let k = 63 - t.leading_zeros() - FIRST_SEGMENT_SHIFT;
-    (k as usize, t - (FIRST_SEGMENT_PAGES << k))
+fn chunk_layout() -> Layout {
+    Layout::array::<Chunk>(CHUNK_SEGMENTS).expect("chunk layout")
 }
 
 impl PageAllocator {
     pub(crate) fn new(page_size: usize, max_memory: usize) -> Self {
         PageAllocator {
             page_size,
-            max_pages: max_memory / page_size,
-            segments: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            max_pages: (max_memory / page_size).min(MAX_PAGES),
+            chunks: (0..CHUNKS)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
             in_use: AtomicUsize::new(0),
             state: Mutex::new(FreeList {
                 free: Vec::new(),
@@ -68,26 +75,30 @@ impl PageAllocator {
         self.page_size
     }
 
-    fn segment_layout(&self, k: usize) -> Layout {
-        Layout::from_size_align((FIRST_SEGMENT_PAGES << k) as usize * self.page_size, PAGE_ALIGN)
-            .expect("segment layout")
+    fn segment_layout(&self) -> Layout {
+        Layout::from_size_align(SEGMENT_PAGES * self.page_size, PAGE_ALIGN).expect("segment layout")
     }
 
     /// The address of page `pid`. Fails with `Restart` for an id that was never allocated,
     /// which only an optimistic reader holding a garbage id can present.
     #[inline]
     pub(crate) fn page(&self, pid: PageId) -> Result<*mut u8, Restart> {
-        let (k, off) = locate(pid);
-        let base = match self.segments.get(k) {
-            Some(seg) => seg.load(Ordering::Acquire),
+        let seg = pid as usize >> SEGMENT_SHIFT;
+        let chunk = match self.chunks.get(seg >> CHUNK_SHIFT) {
+            Some(c) => c.load(Ordering::Acquire),
             None => return Err(Restart),
         };
+        if chunk.is_null() {
+            return Err(Restart);
+        }
+        // SAFETY: a non-null chunk is an array of `CHUNK_SEGMENTS` atomics and the index is
+        // masked below that.
+        let base = unsafe { (*chunk.add(seg & (CHUNK_SEGMENTS - 1))).load(Ordering::Acquire) };
         if base.is_null() {
             return Err(Restart);
         }
-        // SAFETY: segment `k` holds `FIRST_SEGMENT_PAGES << k` pages and `off` is below that
-        // by construction of `locate`, so the offset stays inside the segment's allocation.
-        Ok(unsafe { base.add(off as usize * self.page_size) })
+        // SAFETY: a segment holds `SEGMENT_PAGES` pages and the index is masked below that.
+        Ok(unsafe { base.add((pid as usize & (SEGMENT_PAGES - 1)) * self.page_size) })
     }
 
     /// Page bytes currently held by the tree.
@@ -113,26 +124,39 @@ impl PageAllocator {
                 continue;
             }
             let pid = st.next_fresh;
-            let (k, off) = locate(pid as PageId);
-            if pid > u32::MAX as u64 || k >= SEGMENTS {
-                st.free.extend(out.drain(..));
+            if pid % SEGMENT_PAGES == 0 && self.map_segment(pid).is_err() {
+                st.free.append(&mut out);
                 return Err(Exhausted);
-            }
-            if off == 0 && self.segments[k].load(Ordering::Relaxed).is_null() {
-                let layout = self.segment_layout(k);
-                // SAFETY: the layout has a non-zero size (page_size >= 4096).
-                let mem = unsafe { alloc_zeroed(layout) };
-                if mem.is_null() {
-                    st.free.extend(out.drain(..));
-                    return Err(Exhausted);
-                }
-                self.segments[k].store(mem, Ordering::Release);
             }
             st.next_fresh += 1;
             out.push(pid as PageId);
         }
         self.in_use.fetch_add(n, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// Allocates the segment that starts at page `first` (and its chunk if needed).
+    fn map_segment(&self, first: usize) -> Result<(), Exhausted> {
+        let seg = first >> SEGMENT_SHIFT;
+        let slot = self.chunks.get(seg >> CHUNK_SHIFT).ok_or(Exhausted)?;
+        let mut chunk = slot.load(Ordering::Relaxed);
+        if chunk.is_null() {
+            // SAFETY: the layout has a non-zero size; zeroed memory is a valid array of
+            // null `AtomicPtr`s.
+            chunk = unsafe { alloc_zeroed(chunk_layout()) } as *mut Chunk;
+            if chunk.is_null() {
+                return Err(Exhausted);
+            }
+            slot.store(chunk, Ordering::Release);
+        }
+        // SAFETY: the layout has a non-zero size (page_size >= 4096).
+        let mem = unsafe { alloc_zeroed(self.segment_layout()) };
+        if mem.is_null() {
+            return Err(Exhausted);
+        }
+        // SAFETY: `chunk` is a live array of `CHUNK_SEGMENTS` atomics; the index is masked.
+        unsafe { (*chunk.add(seg & (CHUNK_SEGMENTS - 1))).store(mem, Ordering::Release) };
+        Ok(())
     }
 
     /// Returns a page for reuse. The caller holds its exclusive latch and releases it after
@@ -146,12 +170,24 @@ impl PageAllocator {
 
 impl Drop for PageAllocator {
     fn drop(&mut self) {
-        for k in 0..SEGMENTS {
-            let p = *self.segments[k].get_mut();
-            if !p.is_null() {
-                // SAFETY: `p` was allocated with exactly this layout in `allocate` and is
-                // freed once, here, when no reference to the tree remains.
-                unsafe { dealloc(p, self.segment_layout(k)) };
+        let segments = self
+            .state
+            .get_mut()
+            .map_or(0, |st| st.next_fresh)
+            .div_ceil(SEGMENT_PAGES);
+        for seg in 0..segments {
+            let chunk = *self.chunks[seg >> CHUNK_SHIFT].get_mut();
+            // SAFETY: every segment below `segments` was mapped, so its chunk exists.
+            let mem = unsafe { (*chunk.add(seg & (CHUNK_SEGMENTS - 1))).load(Ordering::Relaxed) };
+            // SAFETY: `mem` was allocated with this layout in `map_segment` and is freed
+            // once, here, when no reference to the tree remains.
+            unsafe { dealloc(mem, self.segment_layout()) };
+        }
+        for c in self.chunks.iter_mut() {
+            let chunk = *c.get_mut();
+            if !chunk.is_null() {
+                // SAFETY: allocated with `chunk_layout` in `map_segment`, freed once here.
+                unsafe { dealloc(chunk as *mut u8, chunk_layout()) };
             }
         }
     }

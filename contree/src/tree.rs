@@ -122,12 +122,10 @@ impl Tree {
     pub fn with_config(config: Config) -> Result<Tree, Error> {
         config.validate()?;
         let pages = PageAllocator::new(config.page_size, config.max_memory);
-        let root = pages
-            .allocate(1)
-            .map_err(|_| Error::OutOfSpace {
-                max_memory: pages.max_memory(),
-                in_use: pages.bytes_in_use(),
-            })?[0];
+        let root = pages.allocate(1).map_err(|_| Error::OutOfSpace {
+            max_memory: pages.max_memory(),
+            in_use: pages.bytes_in_use(),
+        })?[0];
         let tree = Tree {
             pages,
             config,

@@ -23,7 +23,10 @@ fn run(seed: u64, ops: usize, key_space: u64, page_size: usize) {
         match rng.gen_range(0..10) {
             0..=5 => {
                 let value = vec![(i % 251) as u8; rng.gen_range(0..40)];
-                assert_eq!(tree.insert(&key, &value).unwrap(), oracle.insert(key, value));
+                assert_eq!(
+                    tree.insert(&key, &value).unwrap(),
+                    oracle.insert(key, value)
+                );
             }
             6..=7 => assert_eq!(tree.remove(&key), oracle.remove(&key)),
             _ => assert_eq!(tree.get(&key), oracle.get(&key).cloned()),
@@ -68,4 +71,38 @@ fn sequential_inserts_fill_pages() {
     assert!(s.bytes_allocated / tree.len() <= 22, "{s:?}");
     assert_eq!(tree.first().unwrap().0, 0u64.to_be_bytes().to_vec());
     assert_eq!(tree.last().unwrap().0, 99_999u64.to_be_bytes().to_vec());
+}
+
+#[test]
+fn concurrent_disjoint_writers_and_scanners() {
+    let tree = Tree::new();
+    let threads = 4u64;
+    let per = 50_000u64;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let tree = &tree;
+            s.spawn(move || {
+                let mut rng = StdRng::seed_from_u64(t);
+                for i in 0..per {
+                    let k = (i * threads + t).to_be_bytes();
+                    tree.insert(&k, &i.to_le_bytes()).unwrap();
+                    if i % 3 == 0 {
+                        assert_eq!(tree.remove(&k), Some(i.to_le_bytes().to_vec()));
+                    }
+                    let probe = rng.gen_range(0..per * threads).to_be_bytes();
+                    let _ = tree.get(&probe);
+                    if i % 5000 == 0 {
+                        let keys: Vec<_> = tree.iter().map(|(k, _)| k).collect();
+                        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+                    }
+                }
+            });
+        }
+    });
+    tree.check_invariants().unwrap();
+    let expect = (0..threads * per)
+        .filter(|k| (k / threads) % 3 != 0)
+        .count();
+    assert_eq!(tree.len(), expect);
+    assert_eq!(tree.iter().count(), expect);
 }
