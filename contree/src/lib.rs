@@ -14,7 +14,7 @@
 //! tree.insert(b"apple", b"red").unwrap();
 //! tree.insert(b"banana", b"yellow").unwrap();
 //! assert_eq!(tree.get(b"apple"), Some(b"red".to_vec()));
-//! let keys: Vec<Vec<u8>> = tree.range::<std::ops::RangeFull>(..).map(|(k, _)| k).collect();
+//! let keys: Vec<Vec<u8>> = tree.range(..).map(|(k, _)| k).collect();
 //! assert_eq!(keys, vec![b"apple".to_vec(), b"banana".to_vec()]);
 //! ```
 //!

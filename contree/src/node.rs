@@ -58,10 +58,15 @@ pub(crate) type Fence<'a> = Option<&'a [u8]>;
 /// The first four bytes of `suffix`, big-endian, zero-padded.
 #[inline]
 pub(crate) fn head_of(suffix: &[u8]) -> u32 {
-    let mut b = [0u8; 4];
-    let n = suffix.len().min(4);
-    b[..n].copy_from_slice(&suffix[..n]);
-    u32::from_be_bytes(b)
+    if let Some(h) = suffix.first_chunk::<4>() {
+        return u32::from_be_bytes(*h);
+    }
+    // Fewer than 4 bytes: pad with zeros (a byte loop, not a `memcpy` call).
+    let mut h = 0u32;
+    for i in 0..4 {
+        h = (h << 8) | suffix.get(i).copied().unwrap_or(0) as u32;
+    }
+    h
 }
 
 /// Bytes the length header of an entry takes: one byte for a suffix below 8 and a value
@@ -82,6 +87,21 @@ fn lens_len(suffix_len: usize, value_len: usize) -> usize {
 #[inline]
 pub(crate) fn entry_space(suffix_len: usize, value_len: usize) -> usize {
     SLOT + lens_len(suffix_len, value_len) + suffix_len.saturating_sub(4) + value_len
+}
+
+/// `a.cmp(b)`, without a library call for the short suffixes typical of integer keys.
+#[inline]
+fn cmp_short(a: &[u8], b: &[u8]) -> Ordering {
+    if a.len() <= 8 && b.len() <= 8 {
+        // Byte loops instead of variable-length `memcpy` calls.
+        let load = |x: &[u8]| {
+            let w = x.iter().fold(0u64, |w, &c| (w << 8) | c as u64);
+            w.checked_shl(8 * (8 - x.len() as u32)).unwrap_or(0)
+        };
+        load(a).cmp(&load(b)).then(a.len().cmp(&b.len()))
+    } else {
+        a.cmp(b)
+    }
 }
 
 /// Length of the longest common prefix of two byte strings.
@@ -272,6 +292,7 @@ impl Node {
     fn prefetch_slots(&self, count: usize) {
         #[cfg(target_arch = "x86_64")]
         {
+            // The adjacent-line prefetcher brings the other half of each 128-byte pair.
             let end = HEADER + count * SLOT;
             let mut off = HEADER + 64;
             while off < end {
@@ -282,7 +303,7 @@ impl Node {
                         self.ptr.add(off) as *const i8,
                     );
                 }
-                off += 64;
+                off += 128;
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -387,7 +408,7 @@ impl Node {
             return Ok(e.suffix_len.cmp(&suffix.len()));
         }
         let rest = self.bytes(e.rest_off, e.suffix_len - 4)?;
-        Ok(rest.cmp(&suffix[4..]))
+        Ok(cmp_short(rest, &suffix[4..]))
     }
 
     /// The first position whose key is `>= key`, and whether that key equals `key`.
@@ -921,6 +942,32 @@ mod tests {
             assert_eq!(n.child(i).unwrap(), 100 + i as u32);
         }
         assert_eq!(n.upper_child(), 999);
+    }
+
+    #[test]
+    fn short_compare_and_heads_match_slice_order() {
+        let samples: Vec<&[u8]> = vec![
+            b"",
+            b"\0",
+            b"\0\0",
+            b"a",
+            b"a\0",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefg\xff",
+            b"\xff",
+        ];
+        for a in &samples {
+            for b in &samples {
+                assert_eq!(cmp_short(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+            let mut padded = a.to_vec();
+            padded.resize(4, 0);
+            assert_eq!(
+                head_of(a),
+                u32::from_be_bytes(padded[..4].try_into().unwrap())
+            );
+        }
     }
 
     #[test]

@@ -626,17 +626,40 @@ impl Tree {
     ///     tree.insert(k, b"").unwrap();
     /// }
     /// let keys: Vec<_> = tree
-    ///     .range::<(std::ops::Bound<&[u8]>, _)>((Included(&b"b"[..]), Excluded(&b"d"[..])))
+    ///     .range((Included(&b"b"[..]), Excluded(&b"d"[..])))
     ///     .map(|(k, _)| k)
     ///     .collect();
     /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
-    /// let last = tree.range::<std::ops::RangeFull>(..).next_back();
+    /// let last = tree.range(..).next_back();
     /// assert_eq!(last.map(|(k, _)| k), Some(b"d".to_vec()));
     /// ```
     pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
         let own = |b: Bound<&[u8]>| match b {
             Bound::Included(k) => Bound::Included(k.to_vec()),
             Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Range::new(self, own(range.start_bound()), own(range.end_bound()))
+    }
+
+    /// Like [`range`](Self::range), for bounds given as anything that is bytes: arrays,
+    /// slices, `Vec<u8>`, strings. (`std::ops::Range<&[u8]>` does not implement
+    /// `RangeBounds<[u8]>`, so `tree.range(a..b)` does not compile for slices.)
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in ["a", "b", "c", "d"] {
+    ///     tree.insert(k.as_bytes(), b"").unwrap();
+    /// }
+    /// let keys: Vec<_> = tree.range_of("b".."d").map(|(k, _)| k).collect();
+    /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
+    /// assert_eq!(tree.range_of(&b"c"[..]..).count(), 2);
+    /// assert_eq!(tree.range_of(b"a".to_vec()..=b"b".to_vec()).count(), 2);
+    /// ```
+    pub fn range_of<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Range<'_> {
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
             Bound::Unbounded => Bound::Unbounded,
         };
         Range::new(self, own(range.start_bound()), own(range.end_bound()))

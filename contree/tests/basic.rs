@@ -106,3 +106,40 @@ fn concurrent_disjoint_writers_and_scanners() {
     assert_eq!(tree.len(), expect);
     assert_eq!(tree.iter().count(), expect);
 }
+
+/// 16 threads on (typically) 2 cores hammer one key: waiters must sleep rather than spin,
+/// every thread must make progress, and no increment may be lost.
+#[test]
+fn oversubscribed_hot_key_makes_progress_everywhere() {
+    let tree = Tree::new();
+    tree.insert(b"hot", &0u64.to_le_bytes()).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let counts: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                let (tree, stop) = (&tree, &stop);
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        tree.update_with(b"hot", |v| {
+                            let x = u64::from_le_bytes(v.try_into().unwrap()) + 1;
+                            v.copy_from_slice(&x.to_le_bytes());
+                        })
+                        .unwrap();
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        counts.iter().all(|&n| n > 0),
+        "a thread starved: {counts:?}"
+    );
+    let total: u64 = counts.iter().sum();
+    assert_eq!(tree.get(b"hot"), Some(total.to_le_bytes().to_vec()));
+}
