@@ -176,10 +176,7 @@ impl HybridLatch {
                 .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
         {
-            return ExclusiveGuard {
-                latch: self,
-                slow_path: false,
-            };
+            return ExclusiveGuard::acquired(self, false);
         }
         self.exclusive_slow()
     }
@@ -194,10 +191,7 @@ impl HybridLatch {
                     .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    return ExclusiveGuard {
-                        latch: self,
-                        slow_path: true,
-                    };
+                    return ExclusiveGuard::acquired(self, true);
                 }
                 continue;
             }
@@ -214,10 +208,7 @@ impl HybridLatch {
         self.state
             .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| ExclusiveGuard {
-                latch: self,
-                slow_path: false,
-            })
+            .map(|_| ExclusiveGuard::acquired(self, false))
     }
 
     fn release_exclusive(&self) {
@@ -284,7 +275,7 @@ impl<'a> OptimisticGuard<'a> {
                     .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    return Ok(ExclusiveGuard { latch, slow_path });
+                    return Ok(ExclusiveGuard::acquired(latch, slow_path));
                 }
                 // Another thread may have latched it; look again.
                 slow_path = true;
@@ -313,10 +304,7 @@ impl<'a> OptimisticGuard<'a> {
             Ordering::Acquire,
             Ordering::Relaxed,
         ) {
-            Ok(_) => Ok(Some(ExclusiveGuard {
-                latch: self.latch,
-                slow_path: false,
-            })),
+            Ok(_) => Ok(Some(ExclusiveGuard::acquired(self.latch, false))),
             Err(_) => Err(Restart),
         }
     }
@@ -372,7 +360,18 @@ pub struct ExclusiveGuard<'a> {
     slow_path: bool,
 }
 
-impl ExclusiveGuard<'_> {
+impl<'a> ExclusiveGuard<'a> {
+    /// Wraps a successful exclusive CAS. The release fence orders the CAS before every write
+    /// the holder makes: an optimistic reader that sees any of those writes and then runs
+    /// its acquire fence (in `validate`) is guaranteed to see the exclusive bit or a newer
+    /// version, and fails validation (the seqlock writer protocol). Without it a reader could
+    /// validate a torn read on weakly ordered CPUs; the loom model found this.
+    #[inline]
+    fn acquired(latch: &'a HybridLatch, slow_path: bool) -> Self {
+        fence(Ordering::Release);
+        ExclusiveGuard { latch, slow_path }
+    }
+
     /// Whether the acquisition had to wait (spin or sleep) for another holder.
     pub fn slow_path(&self) -> bool {
         self.slow_path

@@ -21,12 +21,13 @@
 //! The typed layer [`TreeMap`] stores integers, strings and tuples through order-preserving
 //! codecs. See `docs/design.md` in the repository for the design and its measurements.
 //!
-//! Module map (bottom up): [`latch`](crate::latch) (hybrid latch), `page` (page allocator and
+//! Module map (bottom up): [`latch`] (hybrid latch), `page` (page allocator and
 //! memory budget), `node` (slotted page layout), `tree` (operations), `iter` (range
-//! iterator), `striped` (per-thread counters), `codec` and `typed_map` (typed layer).
+//! iterator), `striped` (per-thread counters), [`codec`] and `typed_map` (typed layer).
 
 #![warn(missing_docs)]
 
+pub mod codec;
 mod config;
 mod error;
 mod invariants;
@@ -38,9 +39,17 @@ mod stats;
 mod striped;
 mod sync;
 mod tree;
+mod typed_map;
 
+pub use codec::{KeyCodec, KeyEncode, ValueCodec};
 pub use config::Config;
 pub use error::Error;
 pub use iter::Range;
 pub use stats::Stats;
 pub use tree::Tree;
+pub use typed_map::{TreeMap, TypedRange};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -603,6 +603,59 @@ impl Node {
         scratch.copy_into(self);
     }
 
+    /// The page bytes the two halves of a split at `sep_pos` would need (see [`split`]):
+    /// headers, fences, and every entry re-encoded under its half's new prefix.
+    ///
+    /// [`split`]: Node::split
+    pub(crate) fn split_sizes(&self, sep_pos: usize) -> Result<(usize, usize), Restart> {
+        let count = self.count();
+        let lower = self.lower_fence()?;
+        let upper = self.upper_fence()?;
+        let mut sep = Vec::new();
+        self.push_key(sep_pos, &mut sep)?;
+        let plen = self.prefix_len();
+        let left_plen = prefix_of(lower, Some(&sep));
+        let right_plen = prefix_of(Some(&sep), upper);
+        let mut left = HEADER + lower.map_or(0, <[u8]>::len) + sep.len();
+        let mut right = HEADER + sep.len() + upper.map_or(0, <[u8]>::len);
+        let left_end = if self.is_leaf() { sep_pos + 1 } else { sep_pos };
+        for i in 0..count {
+            let e = self.entry(i)?;
+            let full = plen + e.suffix_len;
+            if i < left_end {
+                left += entry_space(full - left_plen.min(full), e.value_len);
+            } else if i > sep_pos {
+                right += entry_space(full - right_plen.min(full), e.value_len);
+            }
+        }
+        Ok((left, right))
+    }
+
+    /// The split position nearest to `preferred` at which both halves fit in a page.
+    /// Such a position always exists because entries and keys are at most a quarter and a
+    /// sixteenth of a page (see `Config::max_value_len`).
+    pub(crate) fn choose_split(&self, preferred: usize) -> Result<usize, Restart> {
+        let count = self.count();
+        let fits = |pos: usize| -> Result<bool, Restart> {
+            let (l, r) = self.split_sizes(pos)?;
+            Ok(l <= self.size && r <= self.size)
+        };
+        for distance in 0..count {
+            for pos in [
+                preferred.checked_sub(distance),
+                preferred.checked_add(distance),
+            ] {
+                match pos {
+                    Some(p) if p < count && (distance > 0 || p == preferred) && fits(p)? => {
+                        return Ok(p)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Err(Restart)
+    }
+
     /// Splits this node at `sep_pos`: a fresh page `left` receives the lower part, this node
     /// keeps the upper part, and the separator key (the new upper fence of `left`) is
     /// returned for the parent. Leaves keep entry `sep_pos` in `left`; inner nodes move its

@@ -452,11 +452,14 @@ impl Tree {
             return Ok(SplitOutcome::Done);
         }
         let append = node.upper_fence()?.is_none() && node.lower_bound(key)?.0 == count;
-        let sep_pos = match (append, level) {
+        let preferred = match (append, level) {
             (true, 0) => count - 1,
             (true, _) => count - 2,
             (false, _) => (count - 1) / 2,
         };
+        // Fences and prefixes change in a split: take the nearest position where both
+        // halves fit.
+        let sep_pos = node.choose_split(preferred)?;
         match parent {
             None => {
                 let Ok(ids) = self.pages.allocate(2) else {

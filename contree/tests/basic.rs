@@ -143,3 +143,28 @@ fn oversubscribed_hot_key_makes_progress_everywhere() {
     let total: u64 = counts.iter().sum();
     assert_eq!(tree.get(b"hot"), Some(total.to_le_bytes().to_vec()));
 }
+
+/// Appending at the end of the rightmost leaf splits it at its end, and the left half gains
+/// an upper fence: the split position must leave room for it (keys `[t, u32]`, reported by
+/// the typed-layer work).
+#[test]
+fn append_split_leaves_room_for_the_new_fence() {
+    let tree = Tree::new();
+    for t in 0..4u8 {
+        for i in 0..2_000u32 {
+            let mut k = vec![t];
+            k.extend_from_slice(&i.to_be_bytes());
+            tree.insert(&k, &[0u8; 8]).unwrap();
+        }
+    }
+    tree.check_invariants().unwrap();
+    assert_eq!(tree.len(), 8000);
+    // Skewed entry sizes: big values on one side of the middle.
+    let tree = Tree::new();
+    for i in 0..3000u32 {
+        let v = if i % 64 < 8 { vec![1u8; 900] } else { vec![] };
+        tree.insert(&[vec![0xAB; 200], i.to_be_bytes().to_vec()].concat(), &v)
+            .unwrap();
+    }
+    tree.check_invariants().unwrap();
+}

@@ -1,0 +1,388 @@
+//! The typed layer: [`TreeMap`], an ordered map from typed keys to typed values.
+//!
+//! A `TreeMap<K, V>` is a [`Tree`] plus a pair of codecs: keys are stored in the
+//! order-preserving encoding of [`KeyCodec`], values in the encoding of [`ValueCodec`] (see
+//! [`codec`](crate::codec) for both layouts). It has the same concurrency as the tree: every
+//! method takes `&self`, and the map is `Send + Sync`.
+
+use std::borrow::Borrow;
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::thread::LocalKey;
+
+use crate::codec::{KeyCodec, KeyEncode, ValueCodec};
+use crate::{Config, Error, Range, Stats, Tree};
+
+/// A concurrent ordered map from `K` to `V`, stored in a byte-level [`Tree`].
+///
+/// Keys are encoded with an order-preserving [`KeyCodec`], so iteration and ranges follow
+/// `K`'s order; values are encoded with a [`ValueCodec`]. Codecs are provided for the
+/// integers, `bool`, `[u8; N]`, `String`, `Vec<u8>` and tuples of 2 to 4 of these; lookups
+/// accept borrowed forms, such as `&str` for a `String` key.
+///
+/// Every method takes `&self`: share the map between threads with an `Arc` or a scoped
+/// thread. Lookups and iteration return owned, decoded copies.
+///
+/// ```
+/// use contree::TreeMap;
+///
+/// let map: TreeMap<(String, u32), u64> = TreeMap::new();
+/// map.insert(&("bob".to_string(), 2), &20).unwrap();
+/// map.insert(&("alice".to_string(), 7), &70).unwrap();
+/// map.insert(&("bob".to_string(), 1), &10).unwrap();
+///
+/// assert_eq!(map.get(&("bob".to_string(), 2)), Some(20));
+/// assert_eq!(map.len(), 3);
+///
+/// // Entries come out in key order: by name, then by number.
+/// let bob: Vec<_> = map
+///     .range(("bob".to_string(), 0)..=("bob".to_string(), u32::MAX))
+///     .map(|((_, n), v)| (n, v))
+///     .collect();
+/// assert_eq!(bob, [(1, 10), (2, 20)]);
+///
+/// // Reverse iteration, and an update that returns the old value.
+/// assert_eq!(map.iter().next_back(), Some((("bob".to_string(), 2), 20)));
+/// assert_eq!(map.insert(&("bob".to_string(), 2), &21).unwrap(), Some(20));
+/// ```
+///
+/// Concurrent use:
+///
+/// ```
+/// use contree::TreeMap;
+///
+/// let map: TreeMap<String, u64> = TreeMap::new();
+/// std::thread::scope(|s| {
+///     for t in 0..4u64 {
+///         let map = &map;
+///         s.spawn(move || {
+///             for i in 0..100 {
+///                 map.insert(&format!("t{t}-{i:03}"), &i).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// assert_eq!(map.len(), 400);
+/// assert_eq!(map.get("t3-042"), Some(42));
+/// ```
+///
+/// # Errors and limits
+///
+/// [`insert`](TreeMap::insert) returns the tree's [`Error`]: a key or value whose *encoding* is
+/// longer than [`Config::max_key_len`] or [`Config::max_value_len`], or an exhausted memory
+/// budget. Nothing is written when it fails.
+///
+/// # Bytes not written by the map
+///
+/// The bytes stay reachable through [`as_tree`](TreeMap::as_tree). An entry whose key or value
+/// bytes are not a valid encoding for `K` or `V` (possible only when it was written through the
+/// bytes API) is skipped by iteration, [`first`](TreeMap::first) and
+/// [`last`](TreeMap::last), reads as absent in [`get`](TreeMap::get) and makes
+/// [`insert`](TreeMap::insert) and [`remove`](TreeMap::remove) report no old value. It is still
+/// counted by [`len`](TreeMap::len). Nothing panics.
+pub struct TreeMap<K, V> {
+    tree: Tree,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+/// Encoded keys and values are built in per-thread buffers that are reused, so that a lookup
+/// or an insert does not allocate for its key. A buffer that grew beyond this many bytes is
+/// released instead of kept.
+const MAX_KEPT_BUFFER: usize = 64 * 1024;
+
+thread_local! {
+    static KEY_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    static VALUE_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with an empty buffer taken from `slot` and puts the buffer back afterwards. A
+/// nested call (a codec that uses a map) or a call during thread teardown gets a fresh buffer.
+fn with_buffer<R>(slot: &'static LocalKey<Cell<Vec<u8>>>, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let mut buffer = slot.try_with(Cell::take).unwrap_or_default();
+    buffer.clear();
+    let result = f(&mut buffer);
+    if buffer.capacity() <= MAX_KEPT_BUFFER {
+        let _ = slot.try_with(move |cell| cell.set(buffer));
+    }
+    result
+}
+
+/// Runs `f` with the stored form of `key`.
+fn with_key<Q: KeyEncode + ?Sized, R>(key: &Q, f: impl FnOnce(&[u8]) -> R) -> R {
+    with_buffer(&KEY_BUFFER, |buffer| {
+        key.encode_key_last(buffer);
+        f(buffer)
+    })
+}
+
+/// Decodes a stored entry; `None` if either half is not a valid encoding.
+fn decode_entry<K: KeyCodec, V: ValueCodec>((key, value): (Vec<u8>, Vec<u8>)) -> Option<(K, V)> {
+    Some((K::decode_key_last(&key)?, V::decode_value_last(&value)?))
+}
+
+/// The stored form of a range bound.
+fn encode_bound<K: KeyEncode>(bound: Bound<&K>) -> Bound<Vec<u8>> {
+    bound.map(KeyEncode::to_key_bytes)
+}
+
+/// Whether a range with these (encoded) bounds is empty because its start lies after its end,
+/// or on it with either side excluded.
+fn is_inverted(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) => {
+            s >= e
+        }
+        _ => false,
+    }
+}
+
+impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
+    /// Creates an empty map with the default [`Config`].
+    pub fn new() -> Self {
+        Self::from_tree(Tree::new())
+    }
+
+    /// Creates an empty map with `config`; an invalid configuration is reported as
+    /// [`Error::InvalidConfig`].
+    ///
+    /// ```
+    /// use contree::{Config, Error, TreeMap};
+    ///
+    /// let config = Config { page_size: 16 * 1024, ..Config::default() };
+    /// let map: TreeMap<u64, Vec<u8>> = TreeMap::with_config(config).unwrap();
+    /// map.insert(&1, &vec![0; 4000]).unwrap();
+    ///
+    /// let bad = Config { page_size: 1000, ..Config::default() };
+    /// assert!(matches!(
+    ///     TreeMap::<u64, u64>::with_config(bad),
+    ///     Err(Error::InvalidConfig { field: "page_size", .. })
+    /// ));
+    /// ```
+    pub fn with_config(config: Config) -> Result<Self, Error> {
+        Tree::with_config(config).map(Self::from_tree)
+    }
+
+    /// Wraps an existing tree. Its entries should have been written by a `TreeMap<K, V>` (or
+    /// with [`KeyEncode::to_key_bytes`] and [`ValueCodec::to_value_bytes`]); see the
+    /// [type documentation](TreeMap#bytes-not-written-by-the-map) for what happens to others.
+    pub fn from_tree(tree: Tree) -> Self {
+        TreeMap {
+            tree,
+            _types: PhantomData,
+        }
+    }
+
+    /// The underlying byte-level tree. Keys there are [`KeyEncode::to_key_bytes`] and values
+    /// [`ValueCodec::to_value_bytes`].
+    ///
+    /// ```
+    /// use contree::{KeyEncode, TreeMap};
+    ///
+    /// let map: TreeMap<i32, String> = TreeMap::new();
+    /// map.insert(&-1, &"minus one".to_string()).unwrap();
+    /// let raw = map.as_tree().get(&(-1i32).to_key_bytes());
+    /// assert_eq!(raw, Some(b"minus one".to_vec()));
+    /// ```
+    pub fn as_tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// Unwraps the underlying byte-level tree.
+    pub fn into_tree(self) -> Tree {
+        self.tree
+    }
+
+    /// Inserts or replaces the value for `key` and returns the value it replaced.
+    ///
+    /// Fails with [`Error::KeyTooLarge`] or [`Error::ValueTooLarge`] when the encoded key or
+    /// value is too long for the configuration (the lengths in the error are those of the
+    /// encodings), and with [`Error::OutOfSpace`] when the memory budget is exhausted; the map
+    /// is then unchanged.
+    ///
+    /// ```
+    /// use contree::{Error, TreeMap};
+    ///
+    /// let map: TreeMap<String, u32> = TreeMap::new();
+    /// assert_eq!(map.insert("a", &1), Ok(None));
+    /// assert_eq!(map.insert("a", &2), Ok(Some(1)));
+    /// let long = "x".repeat(10_000);
+    /// assert!(matches!(map.insert(long.as_str(), &3), Err(Error::KeyTooLarge { .. })));
+    /// ```
+    pub fn insert<Q>(&self, key: &Q, value: &V) -> Result<Option<V>, Error>
+    where
+        K: Borrow<Q>,
+        Q: KeyEncode + ?Sized,
+    {
+        let old = with_key(key, |key| {
+            with_buffer(&VALUE_BUFFER, |buffer| {
+                value.encode_value_last(buffer);
+                self.tree.insert(key, buffer)
+            })
+        })?;
+        Ok(old.and_then(|old| V::decode_value_last(&old)))
+    }
+
+    /// Returns a copy of the value for `key`, if present.
+    ///
+    /// ```
+    /// use contree::TreeMap;
+    ///
+    /// let map: TreeMap<Vec<u8>, String> = TreeMap::new();
+    /// map.insert(b"k".as_slice(), &"v".to_string()).unwrap();
+    /// assert_eq!(map.get(b"k".as_slice()), Some("v".to_string()));
+    /// assert_eq!(map.get(b"other".as_slice()), None);
+    /// ```
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: KeyEncode + ?Sized,
+    {
+        // `Tree::get` reads optimistically and copies; `get_with` would decode in place but
+        // under the leaf's shared latch, a write to a shared cache line on every lookup.
+        with_key(key, |key| self.tree.get(key)).and_then(|value| V::decode_value_last(&value))
+    }
+
+    /// Whether the map holds `key`.
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: KeyEncode + ?Sized,
+    {
+        with_key(key, |key| self.tree.contains_key(key))
+    }
+
+    /// Removes `key` and returns its value, if it was present.
+    pub fn remove<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: KeyEncode + ?Sized,
+    {
+        with_key(key, |key| self.tree.remove(key)).and_then(|old| V::decode_value_last(&old))
+    }
+
+    /// Iterates over the entries whose keys lie in `range`, in key order; the iterator is
+    /// double-ended, so `.rev()` walks it backwards.
+    ///
+    /// Unlike `BTreeMap::range`, a range whose start lies after its end is empty rather than a
+    /// panic. Like the tree's iterators, it is not a snapshot: entries inserted or removed while
+    /// it runs may or may not be seen, and each entry is seen at most once.
+    ///
+    /// ```
+    /// use contree::TreeMap;
+    ///
+    /// let map: TreeMap<i16, ()> = TreeMap::new();
+    /// for k in [-300, -2, 0, 5, 300] {
+    ///     map.insert(&k, &()).unwrap();
+    /// }
+    /// let keys: Vec<i16> = map.range(-2..=5).map(|(k, _)| k).collect();
+    /// assert_eq!(keys, [-2, 0, 5]);
+    /// let keys: Vec<i16> = map.range(..0).rev().map(|(k, _)| k).collect();
+    /// assert_eq!(keys, [-2, -300]);
+    /// assert_eq!(map.range(5..-5).count(), 0);
+    /// ```
+    pub fn range<R: RangeBounds<K>>(&self, range: R) -> TypedRange<'_, K, V> {
+        let start = encode_bound(range.start_bound());
+        let end = encode_bound(range.end_bound());
+        let inner = if is_inverted(&start, &end) {
+            None
+        } else {
+            let bounds = (
+                start.as_ref().map(Vec::as_slice),
+                end.as_ref().map(Vec::as_slice),
+            );
+            Some(self.tree.range(bounds))
+        };
+        TypedRange {
+            inner,
+            _types: PhantomData,
+        }
+    }
+
+    /// Iterates over all entries in key order (double-ended).
+    pub fn iter(&self) -> TypedRange<'_, K, V> {
+        TypedRange {
+            inner: Some(self.tree.iter()),
+            _types: PhantomData,
+        }
+    }
+
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Option<(K, V)> {
+        self.tree
+            .first()
+            .and_then(decode_entry)
+            .or_else(|| self.iter().next())
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self) -> Option<(K, V)> {
+        self.tree
+            .last()
+            .and_then(decode_entry)
+            .or_else(|| self.iter().next_back())
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    /// Whether the map has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+
+    /// The underlying tree's shape and counters; see [`Stats`].
+    pub fn stats(&self) -> Stats {
+        self.tree.stats()
+    }
+}
+
+impl<K: KeyCodec, V: ValueCodec> Default for TreeMap<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, V> fmt::Debug for TreeMap<K, V>
+where
+    K: KeyCodec + fmt::Debug,
+    V: ValueCodec + fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// An iterator over the decoded entries of a [`TreeMap`] in key order, returned by
+/// [`TreeMap::range`] and [`TreeMap::iter`]. It is double-ended.
+pub struct TypedRange<'a, K, V> {
+    /// `None` for a range that is empty by its bounds.
+    inner: Option<Range<'a>>,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: KeyCodec, V: ValueCodec> Iterator for TypedRange<'_, K, V> {
+    type Item = (K, V);
+
+    fn next(&mut self) -> Option<(K, V)> {
+        let inner = self.inner.as_mut()?;
+        inner.find_map(decode_entry)
+    }
+}
+
+impl<K: KeyCodec, V: ValueCodec> DoubleEndedIterator for TypedRange<'_, K, V> {
+    fn next_back(&mut self) -> Option<(K, V)> {
+        let inner = self.inner.as_mut()?;
+        inner.rev().find_map(decode_entry)
+    }
+}
+
+impl<K, V> fmt::Debug for TypedRange<'_, K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedRange").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,687 @@
+//! The typed layer: codec round trips and order preservation (property tests), and
+//! `TreeMap` checked against a `std::collections::BTreeMap` oracle.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Debug;
+use std::ops::Bound;
+
+use contree::{Config, Error, KeyCodec, KeyEncode, TreeMap, ValueCodec};
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------------------------
+// Strategies
+
+/// Characters that stress the string encoding: NUL, bytes next to the escape values, and
+/// multi-byte UTF-8.
+fn tricky_char() -> impl Strategy<Value = char> {
+    prop_oneof![
+        Just('\0'),
+        Just('\u{1}'),
+        Just('a'),
+        Just('b'),
+        Just('\u{7f}'),
+        Just('é'),
+        Just('\u{10FFFF}'),
+        any::<char>(),
+    ]
+}
+
+fn tricky_string() -> impl Strategy<Value = String> {
+    prop::collection::vec(tricky_char(), 0..6).prop_map(|chars| chars.into_iter().collect())
+}
+
+fn tricky_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        Just(0u8),
+        Just(1u8),
+        Just(0xFEu8),
+        Just(0xFFu8),
+        any::<u8>()
+    ];
+    prop::collection::vec(byte, 0..6)
+}
+
+/// Integers with their extremes and the values around zero drawn often.
+macro_rules! int_strategy {
+    ($name:ident, $t:ty) => {
+        fn $name() -> impl Strategy<Value = $t> {
+            prop_oneof![
+                Just(<$t>::MIN),
+                Just(<$t>::MAX),
+                Just(0 as $t),
+                Just(1 as $t),
+                Just(<$t>::MIN.wrapping_add(1)),
+                Just(<$t>::MAX.wrapping_sub(1)),
+                Just((0 as $t).wrapping_sub(1)),
+                any::<$t>(),
+            ]
+        }
+    };
+}
+
+int_strategy!(s_u8, u8);
+int_strategy!(s_u16, u16);
+int_strategy!(s_u32, u32);
+int_strategy!(s_u64, u64);
+int_strategy!(s_u128, u128);
+int_strategy!(s_usize, usize);
+int_strategy!(s_i8, i8);
+int_strategy!(s_i16, i16);
+int_strategy!(s_i32, i32);
+int_strategy!(s_i64, i64);
+int_strategy!(s_i128, i128);
+int_strategy!(s_isize, isize);
+
+// ---------------------------------------------------------------------------------------------
+// Key codec properties
+
+fn inner_encoding<K: KeyEncode + ?Sized>(key: &K) -> Vec<u8> {
+    let mut out = Vec::new();
+    key.encode_key(&mut out);
+    out
+}
+
+/// Checks every key-codec property on a pair of values:
+/// * both encodings (whole key and tuple element) order like the values,
+/// * both round-trip, and decoding a tuple element leaves what follows it,
+/// * the tuple-element encoding is prefix-free,
+/// * a stored key re-encodes to the same bytes.
+fn check_key_pair<K: KeyCodec + Ord + Debug + Clone>(a: &K, b: &K) -> Result<(), TestCaseError> {
+    let (whole_a, whole_b) = (a.to_key_bytes(), b.to_key_bytes());
+    prop_assert_eq!(
+        a.cmp(b),
+        whole_a.cmp(&whole_b),
+        "whole-key order of {:?} and {:?}",
+        a,
+        b
+    );
+    prop_assert_eq!(K::from_key_bytes(&whole_a), Some(a.clone()));
+
+    let (inner_a, inner_b) = (inner_encoding(a), inner_encoding(b));
+    prop_assert_eq!(
+        a.cmp(b),
+        inner_a.cmp(&inner_b),
+        "element order of {:?} and {:?}",
+        a,
+        b
+    );
+    if a != b {
+        prop_assert!(!inner_a.starts_with(&inner_b) && !inner_b.starts_with(&inner_a));
+    }
+    for (value, inner) in [(a, &inner_a), (b, &inner_b)] {
+        let mut followed = inner.clone();
+        followed.extend_from_slice(&[0x00, 0xAB, 0xFF]);
+        let mut input = followed.as_slice();
+        prop_assert_eq!(K::decode_key(&mut input), Some(value.clone()));
+        prop_assert_eq!(input, &[0x00, 0xAB, 0xFF][..]);
+    }
+    Ok(())
+}
+
+/// Arbitrary bytes never make a decoder panic, and whatever decodes is canonical: it encodes
+/// back to the same bytes.
+fn check_key_decode_total<K: KeyCodec + Debug>(bytes: &[u8]) -> Result<(), TestCaseError> {
+    if let Some(key) = K::from_key_bytes(bytes) {
+        prop_assert_eq!(key.to_key_bytes(), bytes, "{:?}", key);
+    }
+    let mut input = bytes;
+    if let Some(key) = K::decode_key(&mut input) {
+        let consumed = &bytes[..bytes.len() - input.len()];
+        prop_assert_eq!(inner_encoding(&key), consumed, "{:?}", key);
+    }
+    Ok(())
+}
+
+macro_rules! key_props {
+    ($($test:ident: $t:ty = $strategy:expr;)*) => {
+        proptest! {
+            $(
+                #[test]
+                fn $test(a in $strategy, b in $strategy, noise in prop::collection::vec(any::<u8>(), 0..24)) {
+                    check_key_pair::<$t>(&a, &b)?;
+                    check_key_pair::<$t>(&a, &a)?;
+                    check_key_decode_total::<$t>(&noise)?;
+                    check_key_decode_total::<$t>(&a.to_key_bytes()[..a.to_key_bytes().len() / 2])?;
+                }
+            )*
+        }
+    };
+}
+
+key_props! {
+    key_u8: u8 = s_u8();
+    key_u16: u16 = s_u16();
+    key_u32: u32 = s_u32();
+    key_u64: u64 = s_u64();
+    key_u128: u128 = s_u128();
+    key_usize: usize = s_usize();
+    key_i8: i8 = s_i8();
+    key_i16: i16 = s_i16();
+    key_i32: i32 = s_i32();
+    key_i64: i64 = s_i64();
+    key_i128: i128 = s_i128();
+    key_isize: isize = s_isize();
+    key_bool: bool = any::<bool>();
+    key_array: [u8; 3] = any::<[u8; 3]>();
+    key_string: String = tricky_string();
+    key_any_string: String = any::<String>();
+    key_bytes: Vec<u8> = tricky_bytes();
+    key_string_u32: (String, u32) = (tricky_string(), s_u32());
+    key_u32_string: (u32, String) = (s_u32(), tricky_string());
+    key_bytes_string: (Vec<u8>, String) = (tricky_bytes(), tricky_string());
+    key_i64_string_bytes: (i64, String, Vec<u8>) = (s_i64(), tricky_string(), tricky_bytes());
+    key_four: (String, String, i8, u64) = (tricky_string(), tricky_string(), s_i8(), s_u64());
+    key_nested: ((String, i16), Vec<u8>) = ((tricky_string(), s_i16()), tricky_bytes());
+    key_bool_usize: (bool, isize) = (any::<bool>(), s_isize());
+}
+
+#[test]
+fn string_prefixes_and_nul_bytes_order() {
+    let words = [
+        "", "\0", "\0\0", "\0a", "a", "a\0", "a\0\0", "a\0b", "a\u{1}", "ab", "b",
+    ];
+    for pair in words.windows(2) {
+        assert!(pair[0] < pair[1]);
+        for suffix in [0u32, u32::MAX] {
+            let lo = (pair[0].to_string(), u32::MAX - suffix).to_key_bytes();
+            let hi = (pair[1].to_string(), suffix).to_key_bytes();
+            assert!(lo < hi, "{:?} < {:?}", pair[0], pair[1]);
+        }
+        assert!(pair[0].to_key_bytes() < pair[1].to_key_bytes());
+    }
+}
+
+#[test]
+fn signed_extremes_order() {
+    let values = [
+        i64::MIN,
+        i64::MIN + 1,
+        -256,
+        -1,
+        0,
+        1,
+        255,
+        i64::MAX - 1,
+        i64::MAX,
+    ];
+    for pair in values.windows(2) {
+        assert!(pair[0].to_key_bytes() < pair[1].to_key_bytes(), "{pair:?}");
+    }
+    assert_eq!(i64::MIN.to_key_bytes(), [0; 8]);
+    assert_eq!(i64::MAX.to_key_bytes(), [0xFF; 8]);
+    assert_eq!(
+        i128::from_key_bytes(&i128::MIN.to_key_bytes()),
+        Some(i128::MIN)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value codec properties
+
+fn check_value<V: ValueCodec + PartialEq + Debug + Clone>(value: &V) -> Result<(), TestCaseError> {
+    prop_assert_eq!(
+        V::from_value_bytes(&value.to_value_bytes()),
+        Some(value.clone())
+    );
+    let mut followed = Vec::new();
+    value.encode_value(&mut followed);
+    followed.extend_from_slice(&[7, 0, 7]);
+    let mut input = followed.as_slice();
+    prop_assert_eq!(V::decode_value(&mut input), Some(value.clone()));
+    prop_assert_eq!(input, &[7, 0, 7][..]);
+    Ok(())
+}
+
+macro_rules! value_props {
+    ($($test:ident: $t:ty = $strategy:expr;)*) => {
+        proptest! {
+            $(
+                #[test]
+                fn $test(v in $strategy, noise in prop::collection::vec(any::<u8>(), 0..24)) {
+                    check_value::<$t>(&v)?;
+                    // Arbitrary bytes decode to something or to None, never a panic.
+                    let _ = <$t>::from_value_bytes(&noise);
+                    let _ = <$t>::decode_value(&mut noise.as_slice());
+                }
+            )*
+        }
+    };
+}
+
+value_props! {
+    value_u8: u8 = s_u8();
+    value_u16: u16 = s_u16();
+    value_u32: u32 = s_u32();
+    value_u64: u64 = s_u64();
+    value_u128: u128 = s_u128();
+    value_usize: usize = s_usize();
+    value_i8: i8 = s_i8();
+    value_i16: i16 = s_i16();
+    value_i32: i32 = s_i32();
+    value_i64: i64 = s_i64();
+    value_i128: i128 = s_i128();
+    value_isize: isize = s_isize();
+    value_bool: bool = any::<bool>();
+    value_unit: () = Just(());
+    value_array: [u8; 5] = any::<[u8; 5]>();
+    value_string: String = any::<String>();
+    value_bytes: Vec<u8> = prop::collection::vec(any::<u8>(), 0..300);
+    value_pair: (String, u32) = (any::<String>(), s_u32());
+    value_triple: (Vec<u8>, String, i64) = (prop::collection::vec(any::<u8>(), 0..200), tricky_string(), s_i64());
+    value_four: (String, Vec<u8>, String, u8) = (tricky_string(), tricky_bytes(), tricky_string(), s_u8());
+}
+
+// ---------------------------------------------------------------------------------------------
+// TreeMap against a BTreeMap oracle
+
+#[derive(Debug, Clone)]
+enum Op<K> {
+    Insert(K, u64),
+    Remove(K),
+    Get(K),
+    Range(Bound<K>, Bound<K>, Vec<bool>),
+}
+
+fn bound<K: Debug + Clone>(
+    key: impl Strategy<Value = K> + Clone,
+) -> impl Strategy<Value = Bound<K>> {
+    prop_oneof![
+        1 => Just(Bound::Unbounded),
+        2 => key.clone().prop_map(Bound::Included),
+        2 => key.prop_map(Bound::Excluded),
+    ]
+}
+
+fn ops<K: Debug + Clone>(
+    key: impl Strategy<Value = K> + Clone,
+) -> impl Strategy<Value = Vec<Op<K>>> {
+    let op = prop_oneof![
+        6 => (key.clone(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => key.clone().prop_map(Op::Remove),
+        2 => key.clone().prop_map(Op::Get),
+        1 => (bound(key.clone()), bound(key), prop::collection::vec(any::<bool>(), 0..40))
+            .prop_map(|(lo, hi, dirs)| Op::Range(lo, hi, dirs)),
+    ];
+    prop::collection::vec(op, 1..200)
+}
+
+/// Walks a typed range from both ends as `directions` says (`true`: from the back) and
+/// compares every step with the oracle's entries in the same bounds.
+fn check_range<K>(
+    map: &TreeMap<K, u64>,
+    oracle: &BTreeMap<K, u64>,
+    bounds: (Bound<K>, Bound<K>),
+    directions: &[bool],
+) -> Result<(), TestCaseError>
+where
+    K: KeyCodec + Ord + Clone + Debug,
+{
+    use std::ops::RangeBounds;
+    let mut expected: VecDeque<(K, u64)> = oracle
+        .iter()
+        .filter(|(k, _)| bounds.contains(*k))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+
+    let forward: Vec<_> = map.range(bounds.clone()).collect();
+    prop_assert_eq!(&forward, &Vec::from(expected.clone()));
+    let mut backward: Vec<_> = map.range(bounds.clone()).rev().collect();
+    backward.reverse();
+    prop_assert_eq!(&backward, &Vec::from(expected.clone()));
+
+    let mut iter = map.range(bounds);
+    for &from_back in directions
+        .iter()
+        .chain(std::iter::repeat_n(&false, expected.len() + 1))
+    {
+        if from_back {
+            prop_assert_eq!(iter.next_back(), expected.pop_back());
+        } else {
+            prop_assert_eq!(iter.next(), expected.pop_front());
+        }
+    }
+    prop_assert_eq!(iter.next(), None);
+    prop_assert_eq!(iter.next_back(), None);
+    Ok(())
+}
+
+fn run_oracle<K>(ops: Vec<Op<K>>) -> Result<(), TestCaseError>
+where
+    K: KeyCodec + Ord + Clone + Debug,
+{
+    let map: TreeMap<K, u64> = TreeMap::new();
+    let mut oracle = BTreeMap::new();
+    for op in ops {
+        match op {
+            Op::Insert(k, v) => {
+                prop_assert_eq!(map.insert(&k, &v), Ok(oracle.insert(k, v)));
+            }
+            Op::Remove(k) => {
+                prop_assert_eq!(map.remove(&k), oracle.remove(&k));
+                prop_assert!(!map.contains_key(&k));
+            }
+            Op::Get(k) => {
+                prop_assert_eq!(map.get(&k), oracle.get(&k).copied());
+                prop_assert_eq!(map.contains_key(&k), oracle.contains_key(&k));
+            }
+            Op::Range(lo, hi, directions) => check_range(&map, &oracle, (lo, hi), &directions)?,
+        }
+        prop_assert_eq!(map.len(), oracle.len());
+        prop_assert_eq!(map.is_empty(), oracle.is_empty());
+    }
+    let all: Vec<_> = map.iter().collect();
+    let expected: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    prop_assert_eq!(&all, &expected);
+    prop_assert_eq!(
+        map.first(),
+        oracle.first_key_value().map(|(k, v)| (k.clone(), *v))
+    );
+    prop_assert_eq!(
+        map.last(),
+        oracle.last_key_value().map(|(k, v)| (k.clone(), *v))
+    );
+    check_range(
+        &map,
+        &oracle,
+        (Bound::Unbounded, Bound::Unbounded),
+        &[true, false, true],
+    )?;
+    Ok(())
+}
+
+/// Short strings over a tiny alphabet, so that keys collide and share prefixes.
+fn small_string() -> impl Strategy<Value = String> + Clone {
+    prop::collection::vec(prop_oneof![Just('\0'), Just('a'), Just('b')], 0..4)
+        .prop_map(|chars| chars.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn map_i32_matches_btreemap(ops in ops(prop_oneof![-40i32..40, any::<i32>(), Just(i32::MIN), Just(i32::MAX)])) {
+        run_oracle(ops)?;
+    }
+
+    #[test]
+    fn map_string_matches_btreemap(ops in ops(small_string())) {
+        run_oracle(ops)?;
+    }
+
+    #[test]
+    fn map_tuple_matches_btreemap(ops in ops((small_string(), -3i8..3))) {
+        run_oracle(ops)?;
+    }
+
+    #[test]
+    fn map_triple_matches_btreemap(ops in ops((0u8..3, small_string(), prop::collection::vec(0u8..2, 0..3)))) {
+        run_oracle(ops)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TreeMap behaviour
+
+#[test]
+fn large_map_in_order_both_ways() {
+    let map: TreeMap<(String, u32), u64> = TreeMap::new();
+    let mut oracle = BTreeMap::new();
+    for i in 0..20_000u64 {
+        let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let key = (format!("user{:x}", x % 977), (x >> 20) as u32 % 50);
+        assert_eq!(map.insert(&key, &i).unwrap(), oracle.insert(key, i));
+    }
+    for i in 0..5_000u64 {
+        let key = (format!("user{:x}", i % 977), i as u32 % 50);
+        assert_eq!(map.remove(&key), oracle.remove(&key));
+    }
+    assert_eq!(map.len(), oracle.len());
+    assert!(map.iter().eq(oracle.clone().into_iter()));
+    assert!(map.iter().rev().eq(oracle.clone().into_iter().rev()));
+    let lo = ("user1".to_string(), 10);
+    let hi = ("user2".to_string(), 0);
+    assert!(map
+        .range(lo.clone()..hi.clone())
+        .rev()
+        .eq(oracle.range(lo..hi).rev().map(|(k, v)| (k.clone(), *v))));
+    assert_eq!(map.stats().len, oracle.len());
+}
+
+#[test]
+fn nul_bytes_and_prefixes_iterate_in_order() {
+    let map: TreeMap<(String, u32), u32> = TreeMap::new();
+    let names = ["ab", "a\0", "a", "", "a\0\0", "\0"];
+    for (i, name) in names.iter().enumerate() {
+        map.insert(&(name.to_string(), 1), &(i as u32)).unwrap();
+        map.insert(&(name.to_string(), 0), &(i as u32)).unwrap();
+    }
+    let keys: Vec<(String, u32)> = map.iter().map(|(k, _)| k).collect();
+    let mut expected: Vec<(String, u32)> = names
+        .iter()
+        .flat_map(|n| [(n.to_string(), 0), (n.to_string(), 1)])
+        .collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+
+    let strings: TreeMap<String, ()> = TreeMap::new();
+    for name in names {
+        strings.insert(name, &()).unwrap();
+    }
+    let keys: Vec<String> = strings.iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["", "\0", "a", "a\0", "a\0\0", "ab"]);
+    assert_eq!(strings.first(), Some((String::new(), ())));
+    assert_eq!(strings.last(), Some(("ab".to_string(), ())));
+}
+
+#[test]
+fn signed_keys_iterate_in_order() {
+    let map: TreeMap<i64, i64> = TreeMap::new();
+    for k in [i64::MAX, 0, -1, i64::MIN, 1, i64::MIN + 1] {
+        map.insert(&k, &k).unwrap();
+    }
+    let keys: Vec<i64> = map.iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX]);
+    let keys: Vec<i64> = map.range(-1..).rev().map(|(k, _)| k).collect();
+    assert_eq!(keys, [i64::MAX, 1, 0, -1]);
+    assert_eq!(map.first(), Some((i64::MIN, i64::MIN)));
+    assert_eq!(map.last(), Some((i64::MAX, i64::MAX)));
+}
+
+#[test]
+fn borrowed_lookups() {
+    let strings: TreeMap<String, u8> = TreeMap::new();
+    strings.insert("k", &1).unwrap();
+    assert_eq!(strings.get("k"), Some(1));
+    assert_eq!(strings.get(&"k".to_string()), Some(1));
+    assert!(strings.contains_key("k"));
+    assert_eq!(strings.remove("k"), Some(1));
+    assert_eq!(strings.get("k"), None);
+
+    let bytes: TreeMap<Vec<u8>, u8> = TreeMap::new();
+    bytes.insert(&b"\0x"[..], &2).unwrap();
+    assert_eq!(bytes.get(&b"\0x"[..]), Some(2));
+    assert_eq!(bytes.get(&vec![0, b'x']), Some(2));
+}
+
+#[test]
+#[allow(clippy::reversed_empty_ranges)] // on purpose: they must be empty, not a panic
+fn inverted_and_empty_ranges_are_empty() {
+    let map: TreeMap<u32, u32> = TreeMap::new();
+    for k in 0..100 {
+        map.insert(&k, &k).unwrap();
+    }
+    assert_eq!(map.range(50..10).count(), 0);
+    assert_eq!(map.range(50..50).count(), 0);
+    assert_eq!(map.range(50..=50).count(), 1);
+    assert_eq!(
+        map.range((Bound::Excluded(50), Bound::Excluded(50)))
+            .count(),
+        0
+    );
+    assert_eq!(
+        map.range((Bound::Excluded(50), Bound::Included(50)))
+            .count(),
+        0
+    );
+    assert_eq!(
+        map.range((Bound::Excluded(50), Bound::Excluded(51)))
+            .count(),
+        0
+    );
+    assert_eq!(
+        map.range((Bound::Excluded(50), Bound::Excluded(52)))
+            .count(),
+        1
+    );
+    assert_eq!(map.range(60..=40).rev().count(), 0);
+    assert_eq!(map.range(200..).next_back(), None);
+}
+
+#[test]
+fn too_large_keys_and_values_are_errors() {
+    let map: TreeMap<String, Vec<u8>> = TreeMap::new();
+    let max_key = Config::default().max_key_len();
+    let max_value = Config::default().max_value_len();
+    let long_key = "k".repeat(max_key + 1);
+    assert_eq!(
+        map.insert(long_key.as_str(), &vec![]),
+        Err(Error::KeyTooLarge {
+            len: max_key + 1,
+            max: max_key
+        })
+    );
+    assert_eq!(
+        map.insert("k", &vec![0; max_value + 1]),
+        Err(Error::ValueTooLarge {
+            len: max_value + 1,
+            max: max_value
+        })
+    );
+    assert!(map.is_empty());
+    // The longest key and value that fit.
+    let key = "k".repeat(max_key);
+    map.insert(key.as_str(), &vec![7; max_value]).unwrap();
+    assert_eq!(map.get(key.as_str()), Some(vec![7; max_value]));
+
+    // Inside a tuple the escape and terminator count against the limit.
+    let tuples: TreeMap<(String, u8), u8> = TreeMap::new();
+    // max_key - 3 bytes, the 2-byte terminator and the u8: exactly the limit.
+    assert_eq!(tuples.insert(&("k".repeat(max_key - 3), 0), &0), Ok(None));
+    assert_eq!(
+        tuples.insert(&("k".repeat(max_key - 2), 0), &0),
+        Err(Error::KeyTooLarge {
+            len: max_key + 1,
+            max: max_key
+        })
+    );
+    let key = ("\0".repeat(max_key / 2), 0);
+    assert!(matches!(
+        tuples.insert(&key, &0),
+        Err(Error::KeyTooLarge { .. })
+    ));
+
+    let bad = Config {
+        page_size: 3000,
+        ..Config::default()
+    };
+    assert!(matches!(
+        TreeMap::<u8, u8>::with_config(bad),
+        Err(Error::InvalidConfig {
+            field: "page_size",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn foreign_bytes_are_skipped_not_panicked_on() {
+    let map: TreeMap<u32, String> = TreeMap::new();
+    map.insert(&5, &"five".to_string()).unwrap();
+    map.insert(&9, &"nine".to_string()).unwrap();
+    let tree = map.as_tree();
+    // A key of the wrong length, and a valid key with a value that is not UTF-8.
+    tree.insert(b"\x00\x00\x01", b"short key").unwrap();
+    tree.insert(&7u32.to_key_bytes(), b"\xFF\xFE").unwrap();
+    tree.insert(&[0xFF; 5], b"long key").unwrap();
+
+    assert_eq!(map.len(), 5);
+    assert_eq!(map.get(&7), None);
+    assert!(map.contains_key(&7));
+    let entries: Vec<_> = map.iter().collect();
+    assert_eq!(entries, [(5, "five".to_string()), (9, "nine".to_string())]);
+    let entries: Vec<_> = map.iter().rev().collect();
+    assert_eq!(entries, [(9, "nine".to_string()), (5, "five".to_string())]);
+    assert_eq!(map.first(), Some((5, "five".to_string())));
+    assert_eq!(map.last(), Some((9, "nine".to_string())));
+    assert_eq!(map.insert(&7, &"seven".to_string()), Ok(None));
+    assert_eq!(map.get(&7), Some("seven".to_string()));
+    assert_eq!(map.remove(&7), Some("seven".to_string()));
+}
+
+#[test]
+fn stored_bytes_are_the_codec_bytes() {
+    let map: TreeMap<(u16, String), (String, u32)> = TreeMap::new();
+    let key = (258u16, "name".to_string());
+    let value = ("v".to_string(), 1u32);
+    map.insert(&key, &value).unwrap();
+    let (raw_key, raw_value) = map.as_tree().first().unwrap();
+    assert_eq!(raw_key, [1, 2, b'n', b'a', b'm', b'e']);
+    assert_eq!(raw_key, key.to_key_bytes());
+    assert_eq!(raw_value, value.to_value_bytes());
+    assert_eq!(raw_value, [1, b'v', 1, 0, 0, 0]);
+
+    let tree = map.into_tree();
+    let again: TreeMap<(u16, String), (String, u32)> = TreeMap::from_tree(tree);
+    assert_eq!(again.get(&key), Some(value));
+}
+
+#[test]
+fn concurrent_writers_and_readers() {
+    let map: TreeMap<(u8, u32), u64> = TreeMap::new();
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let map = &map;
+            s.spawn(move || {
+                for i in 0..2_000u32 {
+                    map.insert(&(t, i), &(u64::from(t) << 32 | u64::from(i)))
+                        .unwrap();
+                    if i % 3 == 0 {
+                        assert_eq!(map.remove(&(t, i)), Some(u64::from(t) << 32 | u64::from(i)));
+                    }
+                }
+            });
+        }
+        let map = &map;
+        s.spawn(move || {
+            for _ in 0..20 {
+                let keys: Vec<(u8, u32)> = map.iter().map(|(k, _)| k).collect();
+                assert!(keys.windows(2).all(|w| w[0] < w[1]));
+            }
+        });
+    });
+    let expected: Vec<((u8, u32), u64)> = (0..4u8)
+        .flat_map(|t| {
+            (0..2_000u32)
+                .filter(|i| i % 3 != 0)
+                .map(move |i| ((t, i), u64::from(t) << 32 | u64::from(i)))
+        })
+        .collect();
+    assert!(map.iter().eq(expected.iter().cloned()));
+    assert_eq!(map.len(), expected.len());
+}
+
+#[test]
+fn set_debug_default_and_stats() {
+    let set: TreeMap<String, ()> = TreeMap::default();
+    assert!(set.is_empty());
+    assert_eq!(set.first(), None);
+    assert_eq!(set.last(), None);
+    assert_eq!(set.iter().next_back(), None);
+    set.insert("b", &()).unwrap();
+    set.insert("a", &()).unwrap();
+    assert_eq!(format!("{set:?}"), r#"{"a": (), "b": ()}"#);
+    assert_eq!(set.stats().len, 2);
+    assert_eq!(set.insert("a", &()), Ok(Some(())));
+    assert_eq!(set.remove("a"), Some(()));
+    assert_eq!(set.remove("a"), None);
+}
