@@ -36,6 +36,9 @@ use std::cmp::Ordering;
 
 pub(crate) const HEADER: usize = 64;
 pub(crate) const SLOT: usize = 6;
+/// Bytes at the start of a leaf that the descent prefetches as soon as it knows the leaf's
+/// page, before it reads the leaf's header: header and the first ~160 slots.
+pub(crate) const DESCENT_PREFETCH: usize = 1024;
 const HAS_LOWER: u16 = 1;
 const HAS_UPPER: u16 = 2;
 
@@ -286,18 +289,17 @@ impl Node {
         self.read_u16(HEADER + i * SLOT + 4) as usize
     }
 
-    /// Asks the CPU to start loading the whole slot array, so that the cache misses of a
-    /// binary search overlap instead of coming one after another.
+    /// Asks the CPU to start loading bytes `from..to` of the page (every other cache line:
+    /// the adjacent-line prefetcher brings the other half of each 128-byte pair), so that
+    /// the misses of a binary search overlap instead of coming one after another.
     #[inline]
-    fn prefetch_slots(&self, count: usize) {
+    pub(crate) fn prefetch(&self, from: usize, to: usize) {
         #[cfg(target_arch = "x86_64")]
         {
-            // The adjacent-line prefetcher brings the other half of each 128-byte pair.
-            let end = HEADER + count * SLOT;
-            let mut off = HEADER + 64;
-            while off < end {
-                // SAFETY: `off < end <= page size` (count is clamped), so the address lies
-                // inside the page; a prefetch never faults and has no visible effect.
+            let mut off = from;
+            while off < to.min(self.size) {
+                // SAFETY: `off < page size`, so the address lies inside the page; a prefetch
+                // never faults and has no visible effect.
                 unsafe {
                     std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
                         self.ptr.add(off) as *const i8,
@@ -307,7 +309,7 @@ impl Node {
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = count;
+        let _ = (from, to);
     }
 
     /// Decodes the length header at `off`: (suffix length, value length, header bytes).
@@ -425,10 +427,23 @@ impl Node {
         let head = head_of(suffix);
         let count = self.count();
         if self.is_leaf() {
-            self.prefetch_slots(count);
+            // The descent already prefetched the first `DESCENT_PREFETCH` bytes.
+            self.prefetch(DESCENT_PREFETCH, HEADER + count * SLOT);
+        }
+        if count == 0 {
+            return Ok((0, false));
+        }
+        // Appends (auto-increment keys) go past the last key: decide them with one
+        // comparison. On the right edge of the tree nodes have no upper fence and hence no
+        // prefix, so all heads of small integer keys are equal there and a search would
+        // compare whole suffixes at every step.
+        match self.cmp_entry(count - 1, head, suffix)? {
+            Ordering::Less => return Ok((count, false)),
+            Ordering::Equal => return Ok((count - 1, true)),
+            Ordering::Greater => {}
         }
         // Heads decide most comparisons: find the run of slots whose head equals the key's.
-        let mut lo = self.first_head_at_least(head, 0, count);
+        let mut lo = self.first_head_at_least(head, 0, count - 1);
         if lo == count || self.slot_head(lo) != head {
             return Ok((lo, false));
         }

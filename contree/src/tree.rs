@@ -198,12 +198,22 @@ impl Tree {
     /// Runs `attempt` until it does not restart, counting restarts.
     #[inline]
     pub(crate) fn retry<T>(&self, mut attempt: impl FnMut() -> Result<T, Restart>) -> T {
+        let mut attempts = 0u32;
         loop {
             match attempt() {
                 Ok(v) => return v,
                 Err(Restart) => {
                     self.restarts.add(1);
-                    std::thread::yield_now();
+                    // Retry at once a few times (a restart usually means one concurrent
+                    // write), then give the CPU away.
+                    attempts += 1;
+                    if attempts < 4 {
+                        for _ in 0..(1 << attempts) {
+                            std::hint::spin_loop();
+                        }
+                    } else {
+                        std::thread::yield_now();
+                    }
                 }
             }
         }
@@ -244,6 +254,11 @@ impl Tree {
             };
             let child = here.node.child(pos)?;
             let (node, latch) = self.page(child)?;
+            if level == 1 {
+                // The child is a leaf, most likely not in cache: start loading its header and
+                // slots together instead of one miss after another.
+                node.prefetch(0, crate::node::DESCENT_PREFETCH);
+            }
             let guard = latch.optimistic();
             here.guard.validate()?;
             above = Above::Parent(here, pos);
@@ -252,6 +267,53 @@ impl Tree {
                 node,
                 guard,
             };
+        }
+    }
+
+    /// Descends to the leaf that holds `key` and latches it exclusively. Inner nodes are
+    /// passed optimistically; the leaf latch is acquired with waiting (it sleeps if the leaf
+    /// stays busy) and the parent is validated afterwards, so writers to a hot leaf queue up
+    /// on its latch instead of restarting from the root. The guard reports whether the
+    /// acquisition took the slow path.
+    pub(crate) fn optimistic_exclusive_leaf(
+        &self,
+        key: &[u8],
+    ) -> Result<(Node, ExclusiveGuard<'_>), Restart> {
+        let meta = self.meta.optimistic();
+        let pid = self.root.load(Ordering::Acquire);
+        let (mut node, latch) = self.page(pid)?;
+        let mut guard = latch.optimistic();
+        meta.validate()?;
+        if node.level() == 0 {
+            guard.validate()?;
+            drop(guard);
+            let x = latch.exclusive();
+            meta.validate()?;
+            if !node.is_leaf() {
+                return Err(Restart);
+            }
+            return Ok((node, x));
+        }
+        loop {
+            let level = node.level();
+            let (pos, _) = node.lower_bound(key)?;
+            let child = node.child(pos)?;
+            let (child_node, child_latch) = self.page(child)?;
+            if level == 1 {
+                // The id is consistent before we wait on its latch, and still the right
+                // child after we got it.
+                guard.validate()?;
+                let x = child_latch.exclusive();
+                guard.validate()?;
+                if !child_node.is_leaf() {
+                    return Err(Restart);
+                }
+                return Ok((child_node, x));
+            }
+            let child_guard = child_latch.optimistic();
+            guard.validate()?;
+            node = child_node;
+            guard = child_guard;
         }
     }
 
@@ -339,9 +401,7 @@ impl Tree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Result<Option<Vec<u8>>, NeedSplit>, Restart> {
-        let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
-        let mut node = leaf.node;
-        let _x = leaf.guard.upgrade_exclusive()?;
+        let (mut node, _x) = self.optimistic_exclusive_leaf(key)?;
         let (pos, found) = node.lower_bound(key)?;
         if found {
             let e = node.entry(pos)?;
@@ -381,9 +441,7 @@ impl Tree {
     pub fn update_with<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
         let mut f = Some(f);
         self.retry(|| {
-            let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
-            let mut node = leaf.node;
-            let _x = leaf.guard.upgrade_exclusive()?;
+            let (mut node, _x) = self.optimistic_exclusive_leaf(key)?;
             let (pos, found) = node.lower_bound(key)?;
             if !found {
                 return Ok(None);
@@ -398,9 +456,7 @@ impl Tree {
             return None;
         }
         let (old, underfull) = self.retry(|| {
-            let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
-            let mut node = leaf.node;
-            let _x = leaf.guard.upgrade_exclusive()?;
+            let (mut node, _x) = self.optimistic_exclusive_leaf(key)?;
             let (pos, found) = node.lower_bound(key)?;
             if !found {
                 return Ok((None, false));

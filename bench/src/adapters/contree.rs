@@ -1,0 +1,137 @@
+//! Adapter for contree, under named configurations for ablations.
+//!
+//! contree is a bytes-to-bytes tree, so it stores exactly the bytes it is given in every run.
+//! Lookups use `get_with` (the value is copied straight into the caller's buffer). Updates go through `update_with`, which overwrites the value in place under the leaf's
+//! exclusive latch (falling back to `insert` if the length differs). Its `Stats` are exported
+//! as a JSON object by reading their `Debug` form, so counters the tree gains later (for
+//! example Contention Split's or XMerge's) appear in the results without touching the bench.
+//!
+//! To add an ablation, add a row to [`VARIANTS`] with a `Config` that switches one mechanism
+//! off; it becomes a peer name on the command line.
+
+use std::ops::Bound;
+
+use contree::{Config, Tree};
+
+use super::{Index, Shape};
+
+/// A named contree configuration: (peer name, description, constructor).
+pub type Variant = (
+    &'static str,
+    &'static str,
+    fn(&Shape) -> Result<Box<dyn Index>, String>,
+);
+
+/// contree's configurations, the default first.
+pub const VARIANTS: &[Variant] = &[
+    (
+        "contree",
+        "contree with its default Config (every mechanism on)",
+        build_default,
+    ),
+    (
+        "contree-nomerge",
+        "contree with merging of underfull nodes off (merge_threshold = 0)",
+        build_nomerge,
+    ),
+];
+
+fn build_default(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(Config::default(), shape)
+}
+
+fn build_nomerge(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(
+        Config {
+            merge_threshold: 0.0,
+            ..Config::default()
+        },
+        shape,
+    )
+}
+
+/// A contree adapter with `config`.
+pub fn build_with(config: Config, shape: &Shape) -> Result<Box<dyn Index>, String> {
+    let max_value = config.max_value_len();
+    if shape.value_size > max_value {
+        return Err(format!(
+            "contree's page size allows values of at most {max_value} bytes"
+        ));
+    }
+    let tree = Tree::with_config(config).map_err(|e| e.to_string())?;
+    Ok(Box::new(ContreeIndex { tree }))
+}
+
+/// A `contree::Tree` behind the adapter trait.
+pub struct ContreeIndex {
+    tree: Tree,
+}
+
+impl ContreeIndex {
+    /// The tree itself.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+}
+
+impl Index for ContreeIndex {
+    fn insert(&self, key: &[u8], value: &[u8]) {
+        if let Err(e) = self.tree.insert(key, value) {
+            panic!("contree insert failed: {e}");
+        }
+    }
+
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
+        out.clear();
+        self.tree
+            .get_with(key, |v| out.extend_from_slice(v))
+            .is_some()
+    }
+
+    fn update(&self, key: &[u8], value: &[u8]) -> bool {
+        let done = self.tree.update_with(key, |v| {
+            if v.len() == value.len() {
+                v.copy_from_slice(value);
+                true
+            } else {
+                false
+            }
+        });
+        match done {
+            Some(true) => true,
+            Some(false) => {
+                self.insert(key, value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove(&self, key: &[u8]) -> bool {
+        self.tree.remove(key).is_some()
+    }
+
+    fn scan(&self, start: &[u8], count: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> usize {
+        let mut n = 0;
+        for (k, v) in self
+            .tree
+            .range::<(Bound<&[u8]>, Bound<&[u8]>)>((Bound::Included(start), Bound::Unbounded))
+            .take(count)
+        {
+            visit(&k, &v);
+            n += 1;
+        }
+        n
+    }
+
+    fn repr(&self) -> &'static str {
+        "bytes"
+    }
+
+    fn stats(&self) -> Option<serde_json::Value> {
+        Some(crate::debug_fields::to_json(&format!(
+            "{:?}",
+            self.tree.stats()
+        )))
+    }
+}

@@ -1,0 +1,269 @@
+//! The command line (clap derive): one subcommand per workload, `compare`, and `peers`.
+//!
+//! Every value is checked while parsing, so a bad argument ends with clap's message naming
+//! the flag and a non-zero exit, never a panic.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::adapters;
+use crate::generators::Distribution;
+use crate::keys::KeyKind;
+use crate::workloads::load::Order;
+
+/// contree-bench: the papers' experiments on contree and its peers, side by side.
+#[derive(Parser, Debug)]
+#[command(name = "contree-bench", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// YCSB A: 50% reads, 50% updates (zipfian).
+    YcsbA(YcsbArgs),
+    /// YCSB B: 95% reads, 5% updates (zipfian).
+    YcsbB(YcsbArgs),
+    /// YCSB C: reads only (zipfian).
+    YcsbC(YcsbArgs),
+    /// YCSB D: 95% reads of the latest items, 5% inserts.
+    YcsbD(YcsbArgs),
+    /// YCSB E: 95% short scans, 5% inserts (zipfian).
+    YcsbE(YcsbArgs),
+    /// YCSB F: 50% reads, 50% read-modify-writes (zipfian).
+    YcsbF(YcsbArgs),
+    /// 75% reads, 25% updates (numa-btree.md).
+    ReadHeavy(YcsbArgs),
+    /// Writers insert increasing keys from one shared counter, beside optional readers.
+    SeqInsert(SeqInsertArgs),
+    /// Each thread updates its own key; the keys are adjacent, so they share a leaf.
+    HotUpdate(HotUpdateArgs),
+    /// News website: reads and view-count updates of the newest articles, new batches every
+    /// few seconds; per-second throughput.
+    News(NewsArgs),
+    /// The index accesses of TPC-C NewOrder and Payment, scaled by warehouses.
+    TpccIndex(TpccArgs),
+    /// Bulk insert of N keys in random or sorted order: throughput and bytes per entry.
+    Load(LoadArgs),
+    /// The main job: load, YCSB-A and YCSB-C (zipfian), seq-insert and hot-update, every
+    /// peer, a few minutes on 2 cores; prints the table and writes compare.svg.
+    Compare(CompareArgs),
+    /// Lists the peers.
+    Peers,
+}
+
+/// Options every workload takes.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Thread counts to sweep, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = parse_threads, default_value = "1,2,4,8,16")]
+    pub threads: Vec<usize>,
+    /// Seconds each measured run lasts [default: 2].
+    #[arg(long, value_parser = parse_seconds, conflicts_with = "ops")]
+    pub duration: Option<f64>,
+    /// Run a fixed number of operations instead of a duration (for callgrind).
+    #[arg(long, value_parser = parse_count)]
+    pub ops: Option<u64>,
+    /// Initial records (for `load`: records inserted) [default: per workload].
+    #[arg(long, value_parser = parse_count)]
+    pub records: Option<u64>,
+    /// Peers to run, comma-separated [default: all; see `contree-bench peers`].
+    #[arg(long, value_delimiter = ',', value_parser = parse_peer)]
+    pub peers: Vec<String>,
+    /// Repetitions, interleaved across peers; the table shows the median.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Seconds of unmeasured warm-up before each run [default: 0.5, or 0 with --ops].
+    #[arg(long, value_parser = parse_seconds_or_zero)]
+    pub warmup: Option<f64>,
+    /// Value size in bytes [default: 8; 128 for news].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub value_size: Option<u32>,
+    /// Time one operation in this many for the latency percentiles.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sample: u32,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Write every run as a JSON array to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write every run as CSV to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Draw throughput against threads (or over time, for news) into this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// YCSB options.
+#[derive(Args, Debug, Clone)]
+pub struct YcsbArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Request distribution [default: zipfian; latest for ycsb-d].
+    #[arg(long, value_enum)]
+    pub distribution: Option<Distribution>,
+    /// Zipfian skew, between 0 and 1 (exclusive).
+    #[arg(long, default_value_t = 0.99, value_parser = parse_theta)]
+    pub theta: f64,
+    /// Key encoding: 8-byte integers or YCSB "user" strings.
+    #[arg(long, value_enum, default_value_t = KeyKind::Int)]
+    pub keys: KeyKind,
+    /// Longest scan of ycsb-e (lengths are uniform from 1).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub scan_max: u32,
+}
+
+/// seq-insert options.
+#[derive(Args, Debug, Clone)]
+pub struct SeqInsertArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Fixed number of reader threads (then --threads counts writers).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub readers: Option<u32>,
+    /// Fixed number of writer threads (then --threads counts readers).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub writers: Option<u32>,
+}
+
+/// hot-update options.
+#[derive(Args, Debug, Clone)]
+pub struct HotUpdateArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// news options.
+#[derive(Args, Debug, Clone)]
+pub struct NewsArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Zipfian skew of the latest distribution.
+    #[arg(long, default_value_t = 0.75, value_parser = parse_theta)]
+    pub theta: f64,
+    /// Seconds between two batches of new articles.
+    #[arg(long, default_value_t = 2.0, value_parser = parse_seconds)]
+    pub period: f64,
+    /// Articles per batch [default: records / 10].
+    #[arg(long, value_parser = parse_count)]
+    pub batch: Option<u64>,
+}
+
+/// tpcc-index options.
+#[derive(Args, Debug, Clone)]
+pub struct TpccArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Number of warehouses.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub warehouses: u64,
+}
+
+/// load options.
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Insertion order.
+    #[arg(long, value_enum, default_value_t = Order::Random)]
+    pub order: Order,
+    /// Key encoding.
+    #[arg(long, value_enum, default_value_t = KeyKind::Int)]
+    pub keys: KeyKind,
+}
+
+/// compare options.
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Peers to run [default: every peer, contree in its default configuration].
+    #[arg(long, value_delimiter = ',', value_parser = parse_peer)]
+    pub peers: Vec<String>,
+    /// Repetitions, interleaved across peers.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Seconds each measured run lasts.
+    #[arg(long, default_value_t = 0.4, value_parser = parse_seconds)]
+    pub duration: f64,
+    /// Where to draw the plot.
+    #[arg(long, default_value = "compare.svg")]
+    pub plot: PathBuf,
+    /// Write every run as a JSON array to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write every run as CSV to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Tiny sizes for tests: a few seconds in all.
+    #[arg(long, hide = true)]
+    pub smoke: bool,
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' is not a thread count between 1 and 1024")),
+    }
+}
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    match t.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}' is not a positive whole number")),
+    }
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= 86_400.0 => Ok(x),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds above 0 (at most 86400)"
+        )),
+    }
+}
+
+fn parse_seconds_or_zero(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=3600.0).contains(&x) => Ok(x),
+        _ => Err(format!("'{s}' is not a number of seconds from 0 to 3600")),
+    }
+}
+
+fn parse_theta(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
+        _ => Err(format!(
+            "'{s}' is not a zipfian theta strictly between 0 and 1"
+        )),
+    }
+}
+
+fn parse_peer(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if adapters::find_peer(s).is_some() {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown peer '{s}'; known peers: {}",
+            adapters::peer_names().join(", ")
+        ))
+    }
+}

@@ -1,0 +1,625 @@
+//! Loom model of the hybrid latch protocol (`contree/src/latch.rs`).
+//!
+//! The very same `latch.rs` the library uses is compiled into this test crate against a
+//! loom-backed `mod sync` (loom atomics and fences; by default spinning and parking become
+//! `loom::thread::yield_now` and `unpark_all` does nothing). Loom then explores the thread
+//! interleavings and the weak-memory behaviours of the C11 model and checks:
+//!
+//! * (a) two writers under `exclusive()` never lose an increment of an unsynchronised counter;
+//! * (b) an optimistic reader whose `validate()` succeeds saw a consistent pair of values
+//!   written together by an exclusive writer (the seqlock property);
+//! * (c) `shared()` and `exclusive()` exclude each other (no data race on a loom
+//!   `UnsafeCell`), while shared holders overlap;
+//! * (d) `upgrade_exclusive()` from an optimistic guard fails with `Restart` when a writer
+//!   held the latch since the snapshot, and succeeds when none did (also `upgrade_shared`,
+//!   `try_upgrade_exclusive`, `try_exclusive`, `try_optimistic`);
+//! * (e) with a parking lot modelled on loom's `Mutex` and `Condvar` (`check_parking`),
+//!   waiters that go to sleep are always woken: a lost wake-up is a loom deadlock.
+//!
+//! Each model uses a preemption bound (`LOOM_MAX_PREEMPTIONS` overrides it) so that the
+//! whole file finishes in seconds. Run: `cargo test -p contree --test loom_latch`.
+
+#[allow(dead_code, unused_imports)]
+#[path = "../src/latch.rs"]
+mod latch;
+
+/// The loom stand-in for `contree/src/sync.rs`: the same names, backed by loom.
+#[allow(dead_code)]
+mod sync {
+    pub(crate) use loom::sync::atomic::{fence, Ordering};
+    use std::sync::OnceLock;
+
+    /// A loom `AtomicU64` behind a `const fn new`.
+    ///
+    /// `HybridLatch::new` is a `const fn`, but loom 0.7's `AtomicU64::new` is not `const`
+    /// (a loom atomic registers itself with the running model when it is created). The
+    /// wrapper stores the initial value and creates the loom atomic on first use; the
+    /// models below touch every latch right after creating it, on the model's main thread,
+    /// so the loom object always exists before any other thread can see the latch.
+    #[derive(Debug)]
+    pub(crate) struct AtomicU64 {
+        init: u64,
+        cell: OnceLock<loom::sync::atomic::AtomicU64>,
+    }
+
+    impl AtomicU64 {
+        pub(crate) const fn new(v: u64) -> Self {
+            AtomicU64 {
+                init: v,
+                cell: OnceLock::new(),
+            }
+        }
+
+        fn get(&self) -> &loom::sync::atomic::AtomicU64 {
+            self.cell
+                .get_or_init(|| loom::sync::atomic::AtomicU64::new(self.init))
+        }
+
+        pub(crate) fn load(&self, order: Ordering) -> u64 {
+            self.get().load(order)
+        }
+
+        pub(crate) fn store(&self, v: u64, order: Ordering) {
+            self.get().store(v, order)
+        }
+
+        pub(crate) fn fetch_add(&self, v: u64, order: Ordering) -> u64 {
+            self.get().fetch_add(v, order)
+        }
+
+        pub(crate) fn fetch_sub(&self, v: u64, order: Ordering) -> u64 {
+            self.get().fetch_sub(v, order)
+        }
+
+        pub(crate) fn fetch_and(&self, v: u64, order: Ordering) -> u64 {
+            self.get().fetch_and(v, order)
+        }
+
+        pub(crate) fn fetch_or(&self, v: u64, order: Ordering) -> u64 {
+            self.get().fetch_or(v, order)
+        }
+
+        pub(crate) fn compare_exchange(
+            &self,
+            current: u64,
+            new: u64,
+            success: Ordering,
+            failure: Ordering,
+        ) -> Result<u64, u64> {
+            self.get().compare_exchange(current, new, success, failure)
+        }
+
+        pub(crate) fn compare_exchange_weak(
+            &self,
+            current: u64,
+            new: u64,
+            success: Ordering,
+            failure: Ordering,
+        ) -> Result<u64, u64> {
+            self.get()
+                .compare_exchange_weak(current, new, success, failure)
+        }
+    }
+
+    std::thread_local! {
+        /// Whether the current model parks for real (see [`park`]). Loom runs every thread
+        /// of a model as a coroutine on the thread that called `check`, so one
+        /// thread-local covers the whole model.
+        static REAL_PARKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    pub(crate) fn set_real_parking(on: bool) {
+        REAL_PARKING.with(|c| c.set(on));
+    }
+
+    pub(crate) fn real_parking() -> bool {
+        REAL_PARKING.with(|c| c.get())
+    }
+
+    /// One parking lot for the whole model: a generation number under a loom mutex and a
+    /// condition variable. Like `parking_lot_core`, `park` checks `still_blocked` under the
+    /// lot's lock and `unpark_all` takes the same lock, so loom can find lost wake-ups (they
+    /// show up as a deadlock). All latches share the lot; a spurious wake-up only makes a
+    /// waiter look at its latch again, which the latch tolerates.
+    struct Lot {
+        generation: loom::sync::Mutex<u64>,
+        wake: loom::sync::Condvar,
+    }
+
+    loom::lazy_static! {
+        static ref LOT: Lot = Lot {
+            generation: loom::sync::Mutex::new(0),
+            wake: loom::sync::Condvar::new(),
+        };
+    }
+
+    /// One step of a busy wait: let loom run another thread. With real parking the spin is
+    /// bounded by the latch itself (it parks after a few rounds), so it is a no-op.
+    pub(crate) fn spin_hint() {
+        if !real_parking() {
+            loom::thread::yield_now();
+        }
+    }
+
+    /// By default parking becomes a yield (the waiter re-checks its condition when it runs
+    /// again). With real parking, the thread sleeps on the lot until an `unpark_all`.
+    pub(crate) fn park(_addr: usize, still_blocked: impl FnOnce() -> bool) {
+        if real_parking() {
+            let mut generation = LOT.generation.lock().unwrap();
+            if !still_blocked() {
+                return;
+            }
+            let mine = *generation;
+            while *generation == mine {
+                generation = LOT.wake.wait(generation).unwrap();
+            }
+        } else if still_blocked() {
+            loom::thread::yield_now();
+        }
+    }
+
+    /// Wakes every sleeper (real parking only; otherwise nobody sleeps).
+    pub(crate) fn unpark_all(_addr: usize) {
+        if real_parking() {
+            let mut generation = LOT.generation.lock().unwrap();
+            *generation += 1;
+            LOT.wake.notify_all();
+        }
+    }
+}
+
+use latch::{HybridLatch, Restart};
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicU64, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Runs `f` under loom with a small preemption bound (unless `LOOM_MAX_PREEMPTIONS` is set).
+fn check(f: impl Fn() + Sync + Send + 'static) {
+    check_with(3, f)
+}
+
+/// Like [`check`] with an explicit preemption bound. The latch spins up to 63 rounds
+/// before it parks, and every spin round is a loom yield (a branch), so the branch limit
+/// is raised above loom's default of 1000.
+fn check_with(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(preemptions);
+    }
+    builder.max_branches = builder.max_branches.max(100_000);
+    builder.check(move || {
+        sync::set_real_parking(false);
+        f()
+    });
+}
+
+/// Runs `f` under loom with waiters that really sleep (see `sync::park`): a lost wake-up
+/// leaves every thread blocked, which loom reports as a deadlock.
+fn check_parking(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(preemptions);
+    }
+    builder.check(move || {
+        sync::set_real_parking(true);
+        f();
+        sync::set_real_parking(false);
+    });
+}
+
+/// A latch whose loom atomic is created now, on the current (model main) thread.
+fn new_latch() -> HybridLatch {
+    let latch = HybridLatch::new();
+    assert_eq!(latch.version(), 0);
+    assert!(!latch.is_exclusive());
+    latch
+}
+
+/// (a) Two writers increment a plain counter under `exclusive()`: no lost update, and loom's
+/// `UnsafeCell` reports any access that the latch failed to order.
+#[test]
+fn exclusive_writers_lose_no_update() {
+    check(|| {
+        struct Shared {
+            latch: HybridLatch,
+            counter: UnsafeCell<u64>,
+        }
+        // SAFETY (test): the counter is only accessed under the exclusive latch, which is
+        // exactly what loom verifies.
+        unsafe impl Sync for Shared {}
+
+        let shared = Arc::new(Shared {
+            latch: new_latch(),
+            counter: UnsafeCell::new(0),
+        });
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let s = shared.clone();
+                thread::spawn(move || {
+                    let _g = s.latch.exclusive();
+                    s.counter.with_mut(|p| unsafe { *p += 1 });
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let _g = shared.latch.exclusive();
+        assert_eq!(shared.counter.with(|p| unsafe { *p }), 2, "lost update");
+        drop(_g);
+        // Every exclusive release bumps the version exactly once.
+        assert_eq!(shared.latch.version(), 3);
+    });
+}
+
+/// (b) The seqlock property: an optimistic reader reads two values that a writer changes
+/// together under `exclusive()`; whenever `validate()` succeeds, the pair is consistent.
+///
+/// This needs a release fence between the writer's exclusive CAS and its data writes (or
+/// the reader may see new data together with the old version); without it loom finds a
+/// torn pair here.
+#[test]
+fn optimistic_reader_validates_only_consistent_pairs() {
+    check(|| {
+        struct Shared {
+            latch: HybridLatch,
+            a: AtomicU64,
+            b: AtomicU64,
+        }
+        let shared = Arc::new(Shared {
+            latch: new_latch(),
+            a: AtomicU64::new(0),
+            b: AtomicU64::new(0),
+        });
+
+        let w = shared.clone();
+        let writer = thread::spawn(move || {
+            let _g = w.latch.exclusive();
+            // Data is written with Relaxed stores, as the tree writes plain bytes.
+            w.a.store(1, Ordering::Relaxed);
+            w.b.store(1, Ordering::Relaxed);
+        });
+
+        let guard = shared.latch.optimistic();
+        let a = shared.a.load(Ordering::Relaxed);
+        let b = shared.b.load(Ordering::Relaxed);
+        if guard.validate().is_ok() {
+            assert_eq!(a, b, "validate() succeeded after a torn read: a={a} b={b}");
+        }
+        writer.join().unwrap();
+    });
+}
+
+/// (b') The same property with two readers of one pair and a writer that writes it twice.
+#[test]
+fn optimistic_reader_two_writes() {
+    check(|| {
+        struct Shared {
+            latch: HybridLatch,
+            a: AtomicU64,
+            b: AtomicU64,
+        }
+        let shared = Arc::new(Shared {
+            latch: new_latch(),
+            a: AtomicU64::new(0),
+            b: AtomicU64::new(0),
+        });
+        let w = shared.clone();
+        let writer = thread::spawn(move || {
+            for v in 1..=2 {
+                let _g = w.latch.exclusive();
+                w.a.store(v, Ordering::Relaxed);
+                w.b.store(v, Ordering::Relaxed);
+            }
+        });
+        // The reader reads b first, then a, i.e. in the opposite order of the writes.
+        let guard = shared.latch.optimistic();
+        let b = shared.b.load(Ordering::Relaxed);
+        let a = shared.a.load(Ordering::Relaxed);
+        if guard.validate().is_ok() {
+            assert_eq!(a, b, "validate() succeeded after a torn read: a={a} b={b}");
+        }
+        writer.join().unwrap();
+        assert_eq!(shared.latch.version(), 2);
+    });
+}
+
+/// (c) Shared holders and an exclusive holder exclude each other: a reader under `shared()`
+/// and a writer under `exclusive()` access one `UnsafeCell`; loom flags any overlap, and the
+/// reader must see the value unchanged while it holds the latch.
+#[test]
+fn shared_and_exclusive_exclude_each_other() {
+    check(|| {
+        struct Shared {
+            latch: HybridLatch,
+            data: UnsafeCell<u64>,
+        }
+        // SAFETY (test): what loom verifies.
+        unsafe impl Sync for Shared {}
+
+        let shared = Arc::new(Shared {
+            latch: new_latch(),
+            data: UnsafeCell::new(0),
+        });
+        let w = shared.clone();
+        let writer = thread::spawn(move || {
+            let _g = w.latch.exclusive();
+            w.data.with_mut(|p| unsafe { *p += 1 });
+            w.data.with_mut(|p| unsafe { *p += 1 });
+        });
+
+        {
+            let _g = shared.latch.shared();
+            let first = shared.data.with(|p| unsafe { *p });
+            thread::yield_now();
+            let second = shared.data.with(|p| unsafe { *p });
+            assert_eq!(first, second, "value changed under a shared latch");
+            assert!(first == 0 || first == 2, "saw a half-done write: {first}");
+        }
+        writer.join().unwrap();
+        assert_eq!(
+            shared.latch.version(),
+            1,
+            "shared latches must not bump the version"
+        );
+    });
+}
+
+/// (c') Shared holders do not exclude each other: a second thread gets a shared latch (and
+/// reads the data) while the main thread holds one; afterwards the main thread upgrades
+/// from an optimistic snapshot and writes.
+#[test]
+fn shared_holders_overlap() {
+    check(|| {
+        struct Shared {
+            latch: HybridLatch,
+            data: UnsafeCell<u64>,
+        }
+        // SAFETY (test): what loom verifies.
+        unsafe impl Sync for Shared {}
+
+        let shared = Arc::new(Shared {
+            latch: new_latch(),
+            data: UnsafeCell::new(7),
+        });
+        let held = shared.latch.shared();
+        let s = shared.clone();
+        // If shared blocked shared, this join would never return (loom reports it).
+        let seen = thread::spawn(move || {
+            let _g = s.latch.shared();
+            s.data.with(|p| unsafe { *p })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(seen, 7);
+        drop(held);
+        let g = shared.latch.optimistic();
+        let x = g.upgrade_exclusive().expect("nobody wrote");
+        shared.data.with_mut(|p| unsafe { *p = 9 });
+        drop(x);
+        assert_eq!(shared.latch.version(), 1);
+    });
+}
+
+/// (d) `upgrade_exclusive()` succeeds only if no writer held the latch since the optimistic
+/// snapshot: what the reader read before upgrading is still the current value.
+#[test]
+fn upgrade_fails_after_intervening_writer() {
+    check(|| {
+        struct Shared {
+            latch: HybridLatch,
+            data: AtomicU64,
+        }
+        let shared = Arc::new(Shared {
+            latch: new_latch(),
+            data: AtomicU64::new(0),
+        });
+        let w = shared.clone();
+        let writer = thread::spawn(move || {
+            let _g = w.latch.exclusive();
+            w.data.store(1, Ordering::Relaxed);
+        });
+
+        let guard = shared.latch.optimistic();
+        let seen = shared.data.load(Ordering::Relaxed);
+        match guard.upgrade_exclusive() {
+            Ok(g) => {
+                // Under the exclusive latch the current value is visible (Acquire on the
+                // CAS synchronises with the writer's release, if the writer came first).
+                let now = shared.data.load(Ordering::Relaxed);
+                assert_eq!(
+                    seen, now,
+                    "upgrade succeeded although a writer changed the data since the snapshot"
+                );
+                // Increment under our exclusive latch; the writer must not overlap.
+                shared.data.store(now + 10, Ordering::Relaxed);
+                drop(g);
+            }
+            Err(Restart) => {
+                // A writer intervened: it holds the latch right now or it has released it
+                // (then the version moved). Checked in this order: once the latch is seen
+                // free after having been held, coherence guarantees the newer version.
+                assert!(
+                    shared.latch.is_exclusive() || shared.latch.version() >= 1,
+                    "spurious Restart"
+                );
+            }
+        }
+        writer.join().unwrap();
+        let fin = shared.data.load(Ordering::Relaxed);
+        assert!(fin == 1 || fin == 11, "final value {fin}");
+    });
+}
+
+/// (d') The deterministic cases of the upgrade: a completed writer between snapshot and
+/// upgrade forces `Restart`; with no writer the upgrade succeeds and bumps the version.
+#[test]
+fn upgrade_sequential_cases() {
+    check(|| {
+        let latch = new_latch();
+        let g = latch.optimistic();
+        drop(latch.exclusive());
+        assert_eq!(g.upgrade_exclusive().err(), Some(Restart));
+        assert_eq!(latch.version(), 1);
+
+        let g = latch.optimistic();
+        let x = g.upgrade_exclusive().expect("no writer intervened");
+        assert!(latch.is_exclusive());
+        drop(x);
+        assert_eq!(latch.version(), 2);
+
+        // A shared holder does not change the version: the snapshot stays valid.
+        let g = latch.optimistic();
+        drop(latch.shared());
+        assert!(g.validate().is_ok());
+        assert!(g.upgrade_exclusive().is_ok());
+        assert_eq!(latch.version(), 3);
+    });
+}
+
+/// (d'') The other upgrades and the non-waiting acquisitions.
+#[test]
+fn try_and_shared_upgrades() {
+    check(|| {
+        let latch = new_latch();
+        // upgrade_shared: fails after a writer, succeeds otherwise, and blocks writers.
+        let g = latch.optimistic();
+        drop(latch.exclusive());
+        assert_eq!(g.upgrade_shared().err(), Some(Restart));
+        let g = latch.optimistic();
+        let s = g.upgrade_shared().expect("no writer intervened");
+        assert!(
+            latch.try_exclusive().is_none(),
+            "exclusive granted beside a shared holder"
+        );
+        assert!(
+            latch.try_optimistic().is_some(),
+            "a shared holder blocks optimistic reads"
+        );
+        // try_upgrade_exclusive: no wait while a shared holder is inside.
+        let g = latch.optimistic();
+        assert!(matches!(g.try_upgrade_exclusive(), Ok(None)));
+        drop(s);
+        let g = latch.optimistic();
+        let x = g.try_upgrade_exclusive().expect("unchanged").expect("free");
+        assert!(
+            latch.try_optimistic().is_none(),
+            "optimistic read beside a writer"
+        );
+        assert!(latch.try_exclusive().is_none());
+        drop(x);
+        let g = latch.optimistic();
+        drop(latch.exclusive());
+        assert_eq!(g.try_upgrade_exclusive().err(), Some(Restart));
+        assert_eq!(latch.version(), 3);
+    });
+}
+
+/// Checks that the models run with real parking (the thread-local reaches loom threads).
+#[test]
+fn real_parking_reaches_model_threads() {
+    check_parking(1, || {
+        assert!(sync::real_parking());
+        let t = thread::spawn(sync::real_parking);
+        assert!(
+            t.join().unwrap(),
+            "loom thread does not see the parking mode"
+        );
+    });
+}
+
+/// Shared state of the parking models.
+struct Parked {
+    latch: HybridLatch,
+    data: UnsafeCell<u64>,
+}
+// SAFETY (test): `data` is only touched under the latch, which is what loom verifies.
+unsafe impl Sync for Parked {}
+
+/// The main thread holds the latch exclusively while `waiters` try to get it (true:
+/// exclusive, false: shared), so they spin and go to sleep; then it releases. Everybody
+/// must finish (loom reports a lost wake-up as a deadlock), and the sections never overlap.
+fn parked_waiters_model(waiters: &'static [bool]) {
+    let shared = Arc::new(Parked {
+        latch: new_latch(),
+        data: UnsafeCell::new(0),
+    });
+    let held = shared.latch.exclusive();
+    let handles: Vec<_> = waiters
+        .iter()
+        .map(|&exclusive| {
+            let s = shared.clone();
+            thread::spawn(move || {
+                if exclusive {
+                    let _g = s.latch.exclusive();
+                    s.data.with_mut(|p| unsafe { *p += 1 });
+                    None
+                } else {
+                    let _g = s.latch.shared();
+                    Some(s.data.with(|p| unsafe { *p }))
+                }
+            })
+        })
+        .collect();
+    // Let the waiters run into the latch before it is released.
+    thread::yield_now();
+    shared.data.with_mut(|p| unsafe { *p += 10 });
+    drop(held);
+    for h in handles {
+        if let Some(seen) = h.join().unwrap() {
+            assert!(
+                seen >= 10,
+                "a shared waiter got in before the writer left: {seen}"
+            );
+        }
+    }
+    let writers = waiters.iter().filter(|&&x| x).count() as u64;
+    let _g = shared.latch.shared();
+    assert_eq!(shared.data.with(|p| unsafe { *p }), 10 + writers);
+}
+
+/// (e) No lost wake-up for a writer that sleeps while another writer holds the latch.
+#[test]
+fn parked_writer_is_woken() {
+    check_parking(3, || parked_waiters_model(&[true]));
+}
+
+/// (e) No lost wake-up for a reader that sleeps while a writer holds the latch.
+#[test]
+fn parked_reader_is_woken() {
+    check_parking(3, || parked_waiters_model(&[false]));
+}
+
+/// (e) Two sleepers, a writer and a reader: the first one woken must not leave the
+/// other asleep (the `PARKED` bit is shared by all waiters of a latch).
+#[test]
+fn two_parked_waiters_are_woken() {
+    check_parking(1, || parked_waiters_model(&[true, false]));
+}
+
+/// (e') No lost wake-up when the writer waits for shared holders to leave, including an
+/// `upgrade_exclusive` that waits for them.
+#[test]
+fn parked_writer_is_woken_by_last_reader() {
+    check_parking(2, || {
+        let latch = Arc::new(new_latch());
+        let s1 = latch.shared();
+        let l = latch.clone();
+        let upgrader = thread::spawn(move || {
+            let g = l.optimistic();
+            // Waits for the shared holder; nobody writes, so it must succeed.
+            let x = g.upgrade_exclusive();
+            assert!(x.is_ok(), "upgrade failed although nobody wrote");
+        });
+        let l = latch.clone();
+        let reader = thread::spawn(move || {
+            let _s2 = l.shared();
+        });
+        drop(s1);
+        upgrader.join().unwrap();
+        reader.join().unwrap();
+        assert_eq!(latch.version(), 1);
+        assert!(!latch.is_exclusive());
+    });
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs contree's concurrent stress test (contree/tests/stress.rs) under ThreadSanitizer.
+#
+# Needs the nightly toolchain; with its rust-src component the standard library is rebuilt
+# with TSan instrumentation (-Zbuild-std), which avoids false reports from uninstrumented
+# std code. Without rust-src it falls back to the prebuilt std (with
+# -Cunsafe-allow-abi-mismatch=sanitizer), where reports inside std are less reliable.
+#
+# Usage: scripts/tsan.sh [extra cargo test args, e.g. -- mixed_workload]
+# Environment: CONTREE_STRESS_OPS (default 200000: TSan slows execution 5-15x),
+#              CARGO_TARGET_DIR (default target-tsan in the workspace root).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "tsan.sh: the nightly toolchain is required (rustup toolchain install nightly)" >&2
+    exit 2
+fi
+host="$(rustc +nightly -vV | sed -n 's/^host: //p')"
+
+build_std=()
+flags="-Zsanitizer=thread"
+if rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
+    build_std=(-Zbuild-std)
+else
+    echo "tsan.sh: nightly rust-src is missing; using the uninstrumented std" \
+         "(rustup component add rust-src --toolchain nightly to fix)" >&2
+    flags="$flags -Cunsafe-allow-abi-mismatch=sanitizer"
+fi
+
+export RUSTFLAGS="$flags"
+export RUSTDOCFLAGS="$flags"
+export TSAN_OPTIONS="suppressions=$root/contree/tsan.supp halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+export CONTREE_STRESS_OPS="${CONTREE_STRESS_OPS:-200000}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-tsan}"
+# --target keeps the sanitizer flags away from build scripts and proc macros.
+exec cargo +nightly test "${build_std[@]}" --target "$host" -p contree --test stress "$@"
