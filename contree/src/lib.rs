@@ -46,7 +46,7 @@ pub use config::Config;
 pub use error::Error;
 pub use iter::Range;
 pub use stats::Stats;
-pub use tree::Tree;
+pub use tree::{Tree, GET_WITH_INLINE};
 pub use typed_map::{TreeMap, TypedRange};
 
 /// The README's examples, compiled and run as doc tests.

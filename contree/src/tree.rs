@@ -94,6 +94,17 @@ pub(crate) enum Above<'t> {
     Parent(Visit<'t>, usize),
 }
 
+/// Values up to this many bytes are read by [`Tree::get_with`] optimistically, through a
+/// copy on the stack; larger ones under a shared latch.
+pub const GET_WITH_INLINE: usize = 256;
+
+/// What an optimistic read into a stack buffer found.
+enum InlineRead {
+    Absent,
+    Copied(usize),
+    TooLarge,
+}
+
 /// The result of an insert attempt that did not fit.
 struct NeedSplit;
 
@@ -348,26 +359,59 @@ impl Tree {
         Ok(found)
     }
 
-    /// Runs `f` on the value bytes of `key` without copying them, under the leaf's shared
-    /// latch (writers to that leaf wait until `f` returns, so keep it short).
+    /// Runs `f` on the value bytes of `key` without a heap allocation.
+    ///
+    /// A value of up to [`GET_WITH_INLINE`] bytes is copied optimistically into a buffer on
+    /// the stack and `f` runs on that copy after the read validated: the reader writes
+    /// nothing to shared memory, so concurrent readers of a hot leaf do not contend. A
+    /// larger value is read under the leaf's shared latch instead (writers to that leaf wait
+    /// until `f` returns, so keep `f` short).
     ///
     /// ```
     /// let tree = contree::Tree::new();
     /// tree.insert(b"k", b"hello").unwrap();
     /// assert_eq!(tree.get_with(b"k", |v| v.len()), Some(5));
+    /// tree.insert(b"big", &[7u8; 1000]).unwrap();
+    /// assert_eq!(tree.get_with(b"big", |v| v.iter().map(|&b| b as usize).sum::<usize>()), Some(7000));
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let mut f = Some(f);
-        self.retry(|| {
-            let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
-            let _shared = leaf.guard.upgrade_shared()?;
-            let (pos, found) = leaf.node.lower_bound(key)?;
-            if !found {
-                return Ok(None);
+        let mut buf = [0u8; GET_WITH_INLINE];
+        match self.retry(|| self.optimistic_get_inline(key, &mut buf)) {
+            InlineRead::Absent => None,
+            InlineRead::Copied(len) => Some(f(&buf[..len])),
+            InlineRead::TooLarge => {
+                let mut f = Some(f);
+                self.retry(|| {
+                    let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+                    let _shared = leaf.guard.upgrade_shared()?;
+                    let (pos, found) = leaf.node.lower_bound(key)?;
+                    if !found {
+                        return Ok(None);
+                    }
+                    let value = leaf.node.value(pos)?;
+                    Ok(f.take().map(|f| f(value)))
+                })
             }
+        }
+    }
+
+    fn optimistic_get_inline(&self, key: &[u8], buf: &mut [u8]) -> Result<InlineRead, Restart> {
+        let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+        let (pos, found) = leaf.node.lower_bound(key)?;
+        let out = if !found {
+            InlineRead::Absent
+        } else {
             let value = leaf.node.value(pos)?;
-            Ok(f.take().map(|f| f(value)))
-        })
+            match buf.get_mut(..value.len()) {
+                Some(dst) => {
+                    dst.copy_from_slice(value);
+                    InlineRead::Copied(value.len())
+                }
+                None => InlineRead::TooLarge,
+            }
+        };
+        leaf.guard.validate()?;
+        Ok(out)
     }
 
     // ---- writes -----------------------------------------------------------------------
