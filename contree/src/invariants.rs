@@ -2,8 +2,8 @@
 //!
 //! Walks the whole tree under shared latches (top-down coupling is not needed: the check is
 //! meant to run while no writer is active) and verifies for every node: keys strictly
-//! ascending, every key inside the node's fences, the stored prefix equal to the common
-//! prefix of the fences and carried by every key, children one level down whose fences are
+//! ascending, every key inside the node's fences, the stored prefix consistent with the
+//! fences (equal to their common prefix unless flagged as derived from the keys), children one level down whose fences are
 //! exactly the separators around them, and space accounting inside the page. It also checks
 //! that the number of entries equals `len()` and that every allocated page is reachable.
 
@@ -48,14 +48,22 @@ impl Walk<'_> {
                 "{here}: fences {lf:?}..{uf:?} differ from parent's {lower:?}..{upper:?}"
             ));
         }
-        let expect_prefix = match (lf, uf) {
-            (Some(l), Some(u)) => common_prefix(l, u),
-            _ => 0,
-        };
-        if node.prefix_len() != expect_prefix {
+        let prefix = node.prefix().map_err(|_| format!("{here}: bad prefix"))?;
+        if let (Some(l), Some(u)) = (lf, uf) {
+            let fence_prefix = &l[..common_prefix(l, u)];
+            let ok = if node.prefix_is_guaranteed() {
+                prefix == fence_prefix
+            } else {
+                prefix.starts_with(fence_prefix)
+            };
+            if !ok {
+                return Err(format!(
+                    "{here}: prefix {prefix:?} does not fit the fences' common prefix {fence_prefix:?}"
+                ));
+            }
+        } else if node.prefix_is_guaranteed() && !prefix.is_empty() {
             return Err(format!(
-                "{here}: prefix length {} but fences share {expect_prefix}",
-                node.prefix_len()
+                "{here}: an edge node's prefix must be flagged as key-derived"
             ));
         }
         if node.used_space() > node.page_size() {

@@ -7,15 +7,24 @@
 //! 20  prefix_len u16              22  lower_len u16      24  upper_len u16
 //! 26  flags u16 (HAS_LOWER, HAS_UPPER)
 //! 28  lower_off u32               32  upper_off u32      36  upper_child u32 (inner)
-//! 40  24 bytes reserved for per-node contention counters
+//! 40  prefix_off u32
+//! 44  20 bytes reserved for per-node contention counters
 //! 64  slot array: `count` slots of 6 bytes { head: u32, offset: u16 }, sorted by key
 //! ... free space ...
 //! heap_top .. page_size: entries and fence keys, growing down from the end of the page
 //! ```
 //!
 //! A node holds the keys in `(lower fence, upper fence]`; a missing fence is infinite. All
-//! keys share the common prefix of the two fences, which is stored once (it is the first
-//! `prefix_len` bytes of the lower fence) and cut from every key. A slot's `head` is the
+//! keys of a node share a prefix that is stored once in the heap and cut from every key: the
+//! common prefix of its first and last key when it is built (split, merge, compaction), or
+//! the first key an empty node receives. When that prefix is longer than the common prefix
+//! of the fences (always so on the edges of the tree, where a fence is missing) the node is
+//! flagged `PREFIX_FROM_KEYS`: a key in its range may lack the prefix, searches check for
+//! that, and inserting such a key rebuilds the node with a shorter prefix
+//! ([`Node::insert_at`]). Deriving the prefix from the keys matters most for the root and
+//! the right edge, which every append and most descents visit: with fence-only prefixes they
+//! would have none, and all heads of keys such as small big-endian integers or `user…`
+//! strings would be equal there. A slot's `head` is the
 //! first four bytes of the key's suffix, big-endian and zero-padded, so most comparisons of
 //! a binary search never leave the slot array. A heap entry is
 //! `lengths suffix[4..] value`, where `lengths` takes one byte for short suffixes and values
@@ -41,6 +50,9 @@ pub(crate) const SLOT: usize = 6;
 pub(crate) const DESCENT_PREFETCH: usize = 1024;
 const HAS_LOWER: u16 = 1;
 const HAS_UPPER: u16 = 2;
+/// The prefix is longer than the common prefix of the fences (or a fence is missing): a key
+/// in the node's range may lack it.
+const PREFIX_FROM_KEYS: u16 = 4;
 
 const OFF_LEVEL: usize = 8;
 const OFF_COUNT: usize = 10;
@@ -53,6 +65,7 @@ const OFF_FLAGS: usize = 26;
 const OFF_LOWER: usize = 28;
 const OFF_UPPER: usize = 32;
 const OFF_UPPER_CHILD: usize = 36;
+const OFF_PREFIX: usize = 40;
 
 /// A fence key: `None` is infinite (minus infinity for a lower fence, plus infinity for an
 /// upper fence).
@@ -112,10 +125,18 @@ pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-fn prefix_of(lower: Fence, upper: Fence) -> usize {
-    match (lower, upper) {
-        (Some(l), Some(u)) => common_prefix(l, u).min(u16::MAX as usize),
-        _ => 0,
+/// The prefix a node with these fences and these first and last keys uses (see the module
+/// doc): the keys' common prefix, or for an empty node the fences' common prefix.
+pub(crate) fn node_prefix<'a>(
+    lower: Fence<'a>,
+    upper: Fence<'a>,
+    first: Option<&'a [u8]>,
+    last: Option<&'a [u8]>,
+) -> &'a [u8] {
+    match (lower, upper, first, last) {
+        (_, _, Some(f), Some(t)) => &f[..common_prefix(f, t)],
+        (Some(l), Some(u), _, _) => &l[..common_prefix(l, u)],
+        _ => &[],
     }
 }
 
@@ -257,10 +278,14 @@ impl Node {
         if len == 0 {
             return Ok(&[]);
         }
-        match self.lower_fence()? {
-            Some(l) if l.len() >= len => Ok(&l[..len]),
-            _ => Err(Restart),
-        }
+        self.bytes(self.read_u32(OFF_PREFIX) as usize, len)
+    }
+
+    /// Whether every key in the node's fence range carries the prefix (the prefix is the
+    /// fences' common prefix); otherwise a key in range may lack it.
+    #[inline]
+    pub(crate) fn prefix_is_guaranteed(&self) -> bool {
+        self.flags() & PREFIX_FROM_KEYS == 0
     }
 
     /// Bytes in use: header, slots and live heap bytes.
@@ -419,13 +444,20 @@ impl Node {
     #[inline]
     pub(crate) fn lower_bound(&self, key: &[u8]) -> Result<(usize, bool), Restart> {
         let plen = self.prefix_len();
-        if key.len() < plen {
-            // Only possible under a race or for a key outside the node.
+        let count = self.count();
+        if plen > 0 && !self.prefix_is_guaranteed() {
+            // The prefix comes from the keys; a key without it sorts before or after all of
+            // them.
+            let prefix = self.prefix()?;
+            if !key.starts_with(prefix) {
+                return Ok((if key < prefix { 0 } else { count }, false));
+            }
+        } else if key.len() < plen {
+            // Only possible under a race or for a key outside the node's fences.
             return Err(Restart);
         }
         let suffix = &key[plen..];
         let head = head_of(suffix);
-        let count = self.count();
         if self.is_leaf() {
             // The descent already prefetched the first `DESCENT_PREFETCH` bytes.
             self.prefetch(DESCENT_PREFETCH, HEADER + count * SLOT);
@@ -489,8 +521,8 @@ impl Node {
 
     // ---- writes (exclusive latch held) ------------------------------------------------
 
-    /// Formats the page as an empty node.
-    pub(crate) fn init(&mut self, level: u16, lower: Fence, upper: Fence) {
+    /// Formats the page as an empty node whose keys will all start with `prefix`.
+    pub(crate) fn init(&mut self, level: u16, lower: Fence, upper: Fence, prefix: &[u8]) {
         let size = self.size;
         self.bytes_mut(8, HEADER - 8).fill(0);
         self.write_u16(OFF_LEVEL, level);
@@ -510,8 +542,20 @@ impl Node {
             self.write_u16(OFF_UPPER_LEN, u.len() as u16);
             flags |= HAS_UPPER;
         }
+        let guaranteed = match (lower, upper) {
+            (Some(l), Some(u)) => common_prefix(l, u) == prefix.len() && l.starts_with(prefix),
+            _ => prefix.is_empty(),
+        };
+        if !guaranteed {
+            flags |= PREFIX_FROM_KEYS;
+        }
         self.write_u16(OFF_FLAGS, flags);
-        self.write_u16(OFF_PREFIX_LEN, prefix_of(lower, upper) as u16);
+        if !prefix.is_empty() {
+            let off = self.heap_alloc(prefix.len());
+            self.bytes_mut(off, prefix.len()).copy_from_slice(prefix);
+            self.write_u32(OFF_PREFIX, off as u32);
+        }
+        self.write_u16(OFF_PREFIX_LEN, prefix.len() as u16);
     }
 
     fn heap_alloc(&mut self, len: usize) -> usize {
@@ -526,21 +570,68 @@ impl Node {
         self.write_u16(OFF_COUNT, n as u16);
     }
 
-    /// Space an insert of `key`/`value` needs in this node.
+    /// Space an insert of a key of `key_len` bytes that carries the node prefix needs.
     pub(crate) fn space_needed(&self, key_len: usize, value_len: usize) -> usize {
         entry_space(key_len.saturating_sub(self.prefix_len()), value_len)
     }
 
-    /// Whether an entry of this size fits, possibly after compaction.
-    pub(crate) fn fits(&self, key_len: usize, value_len: usize) -> bool {
-        self.space_needed(key_len, value_len) <= self.free_space()
+    /// Whether `key`/`value` can be inserted, possibly after compaction or (in an edge
+    /// node) after shortening the prefix.
+    pub(crate) fn fits(&self, key: &[u8], value_len: usize) -> bool {
+        let prefix = self.prefix().expect("latched");
+        if key.starts_with(prefix) {
+            return self.space_needed(key.len(), value_len) <= self.free_space();
+        }
+        self.reprefixed_size(common_prefix(prefix, key))
+            + entry_space(key.len() - common_prefix(prefix, key), value_len)
+            <= self.size
+    }
+
+    /// Bytes the node would use with its prefix shortened to `new_len` bytes.
+    fn reprefixed_size(&self, new_len: usize) -> usize {
+        let grow = self.prefix_len() - new_len;
+        let mut total = HEADER + new_len;
+        total += self.lower_fence().expect("latched").map_or(0, <[u8]>::len);
+        total += self.upper_fence().expect("latched").map_or(0, <[u8]>::len);
+        for i in 0..self.count() {
+            let e = self.entry(i).expect("latched");
+            total += entry_space(e.suffix_len + grow, e.value_len);
+        }
+        total
+    }
+
+    /// [`insert_at`](Node::insert_at) for the tree's inserts: an empty edge node first
+    /// adopts the key as its prefix (later keys shorten it), so that the root and the edge
+    /// nodes get a prefix too.
+    pub(crate) fn insert_entry(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
+        if self.count() == 0 && self.prefix().expect("latched") != key {
+            let lower = self.lower_fence().expect("latched").map(<[u8]>::to_vec);
+            let upper = self.upper_fence().expect("latched").map(<[u8]>::to_vec);
+            let upper_child = self.upper_child();
+            self.init(self.level(), lower.as_deref(), upper.as_deref(), key);
+            self.set_upper_child(upper_child);
+        }
+        self.insert_at(pos, key, value)
     }
 
     /// Inserts `key`/`value` at `pos` (which must keep the order). Returns false, changing
-    /// nothing, if the entry does not fit even after compaction.
+    /// nothing, if the entry does not fit even after compaction. In an edge node, a key that
+    /// does not carry the prefix makes the node rebuild itself with the common prefix of the
+    /// old prefix and the key.
     pub(crate) fn insert_at(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
         let plen = self.prefix_len();
-        debug_assert!(key.len() >= plen);
+        if plen > 0 && !key.starts_with(self.prefix().expect("latched")) {
+            assert!(
+                !self.prefix_is_guaranteed(),
+                "key outside the node's fences"
+            );
+            if !self.fits(key, value.len()) {
+                return false;
+            }
+            let new_len = common_prefix(self.prefix().expect("latched"), key);
+            self.rebuild_with_prefix_len(new_len);
+        }
+        let plen = self.prefix_len();
         let suffix = &key[plen..];
         let need = entry_space(suffix.len(), value.len());
         if need > self.free_space() {
@@ -607,15 +698,35 @@ impl Node {
 
     /// Rewrites the node so that all free space is contiguous.
     pub(crate) fn compact(&mut self) {
+        self.rebuild_with_prefix_len(self.prefix_len());
+    }
+
+    /// Rewrites the node with its prefix cut to `new_len` bytes (at most the current
+    /// length); all free space ends up contiguous.
+    fn rebuild_with_prefix_len(&mut self, new_len: usize) {
         let mut scratch = Scratch::new(self.size);
         let lower = self.lower_fence().expect("latched").map(<[u8]>::to_vec);
         let upper = self.upper_fence().expect("latched").map(<[u8]>::to_vec);
+        let prefix = self.prefix().expect("latched")[..new_len].to_vec();
         {
-            let mut b = scratch.builder(self.level(), lower.as_deref(), upper.as_deref());
+            let mut b = scratch.builder(self.level(), lower.as_deref(), upper.as_deref(), &prefix);
             b.copy_range(self, 0..self.count());
             b.finish(self.upper_child());
         }
         scratch.copy_into(self);
+    }
+
+    /// The prefix the part `range` of this node's keys would use under the given fences.
+    fn prefix_for(&self, lower: Fence, upper: Fence, range: std::ops::Range<usize>) -> Vec<u8> {
+        let (first, last) = if range.is_empty() {
+            (None, None)
+        } else {
+            (
+                Some(self.key(range.start).expect("latched")),
+                Some(self.key(range.end - 1).expect("latched")),
+            )
+        };
+        node_prefix(lower, upper, first.as_deref(), last.as_deref()).to_vec()
     }
 
     /// The page bytes the two halves of a split at `sep_pos` would need (see [`split`]):
@@ -629,11 +740,11 @@ impl Node {
         let mut sep = Vec::new();
         self.push_key(sep_pos, &mut sep)?;
         let plen = self.prefix_len();
-        let left_plen = prefix_of(lower, Some(&sep));
-        let right_plen = prefix_of(Some(&sep), upper);
-        let mut left = HEADER + lower.map_or(0, <[u8]>::len) + sep.len();
-        let mut right = HEADER + sep.len() + upper.map_or(0, <[u8]>::len);
         let left_end = if self.is_leaf() { sep_pos + 1 } else { sep_pos };
+        let left_plen = self.prefix_for(lower, Some(&sep), 0..left_end).len();
+        let right_plen = self.prefix_for(Some(&sep), upper, sep_pos + 1..count).len();
+        let mut left = HEADER + left_plen + lower.map_or(0, <[u8]>::len) + sep.len();
+        let mut right = HEADER + right_plen + sep.len() + upper.map_or(0, <[u8]>::len);
         for i in 0..count {
             let e = self.entry(i)?;
             let full = plen + e.suffix_len;
@@ -683,9 +794,12 @@ impl Node {
         let lower = self.lower_fence().expect("latched").map(<[u8]>::to_vec);
         let upper = self.upper_fence().expect("latched").map(<[u8]>::to_vec);
         let level = self.level();
+        let left_end = if level == 0 { sep_pos + 1 } else { sep_pos };
+        let left_prefix = self.prefix_for(lower.as_deref(), Some(&sep), 0..left_end);
+        let right_prefix = self.prefix_for(Some(&sep), upper.as_deref(), sep_pos + 1..count);
         // Left half into the fresh page.
         {
-            let mut b = Builder::new(*left, level, lower.as_deref(), Some(&sep));
+            let mut b = Builder::new(*left, level, lower.as_deref(), Some(&sep), &left_prefix);
             if level == 0 {
                 b.copy_range(self, 0..sep_pos + 1);
                 b.finish(0);
@@ -697,7 +811,7 @@ impl Node {
         // Right half rebuilt in place through a scratch page.
         let mut scratch = Scratch::new(self.size);
         {
-            let mut b = scratch.builder(level, Some(&sep), upper.as_deref());
+            let mut b = scratch.builder(level, Some(&sep), upper.as_deref(), &right_prefix);
             b.copy_range(self, sep_pos + 1..count);
             b.finish(self.upper_child());
         }
@@ -710,8 +824,8 @@ impl Node {
     pub(crate) fn merged_space(left: &Node, right: &Node, sep: &[u8]) -> Result<usize, Restart> {
         let lower = left.lower_fence()?;
         let upper = right.upper_fence()?;
-        let plen = prefix_of(lower, upper);
-        let mut total = HEADER + lower.map_or(0, <[u8]>::len) + upper.map_or(0, <[u8]>::len);
+        let plen = Self::merged_prefix(left, right, sep)?.len();
+        let mut total = HEADER + plen + lower.map_or(0, <[u8]>::len) + upper.map_or(0, <[u8]>::len);
         for n in [left, right] {
             let grow = n.prefix_len() - plen.min(n.prefix_len());
             for i in 0..n.count() {
@@ -725,16 +839,42 @@ impl Node {
         Ok(total)
     }
 
+    /// The prefix of the node that merging `left` into `right` produces.
+    fn merged_prefix(left: &Node, right: &Node, sep: &[u8]) -> Result<Vec<u8>, Restart> {
+        let lower = left.lower_fence()?;
+        let upper = right.upper_fence()?;
+        let first = if left.count() > 0 {
+            Some(left.key(0)?)
+        } else if !left.is_leaf() {
+            Some(sep.to_vec())
+        } else if right.count() > 0 {
+            Some(right.key(0)?)
+        } else {
+            None
+        };
+        let last = if right.count() > 0 {
+            Some(right.key(right.count() - 1)?)
+        } else if !left.is_leaf() {
+            Some(sep.to_vec())
+        } else if left.count() > 0 {
+            Some(left.key(left.count() - 1)?)
+        } else {
+            None
+        };
+        Ok(node_prefix(lower, upper, first.as_deref(), last.as_deref()).to_vec())
+    }
+
     /// Merges `left` (its right neighbour under the same parent is `self`) into this node.
     /// `sep` is the parent key between them. The caller checked `merged_space` fits and
     /// frees `left` afterwards.
     pub(crate) fn merge_from_left(&mut self, left: &Node, sep: &[u8]) {
         let lower = left.lower_fence().expect("latched").map(<[u8]>::to_vec);
         let upper = self.upper_fence().expect("latched").map(<[u8]>::to_vec);
+        let prefix = Self::merged_prefix(left, self, sep).expect("latched");
         let level = self.level();
         let mut scratch = Scratch::new(self.size);
         {
-            let mut b = scratch.builder(level, lower.as_deref(), upper.as_deref());
+            let mut b = scratch.builder(level, lower.as_deref(), upper.as_deref(), &prefix);
             b.copy_range(left, 0..left.count());
             if level != 0 {
                 b.push(sep, &left.upper_child().to_ne_bytes());
@@ -766,8 +906,8 @@ impl Scratch {
         unsafe { Node::from_raw(self.buf.as_mut_ptr() as *mut u8, self.size) }
     }
 
-    fn builder<'a>(&mut self, level: u16, lower: Fence<'a>, upper: Fence<'a>) -> Builder {
-        Builder::new(self.node(), level, lower, upper)
+    fn builder(&mut self, level: u16, lower: Fence, upper: Fence, prefix: &[u8]) -> Builder {
+        Builder::new(self.node(), level, lower, upper, prefix)
     }
 
     /// Copies everything but the latch word into `dst`.
@@ -785,8 +925,8 @@ struct Builder {
 }
 
 impl Builder {
-    fn new(mut node: Node, level: u16, lower: Fence, upper: Fence) -> Builder {
-        node.init(level, lower, upper);
+    fn new(mut node: Node, level: u16, lower: Fence, upper: Fence, prefix: &[u8]) -> Builder {
+        node.init(level, lower, upper, prefix);
         Builder {
             node,
             key: Vec::new(),
@@ -864,7 +1004,7 @@ mod tests {
     fn search_finds_inserted_keys_in_order() {
         let mut p = TestPage::new(4096);
         let mut n = p.node();
-        n.init(0, None, None);
+        n.init(0, None, None, b"");
         let ks: Vec<&[u8]> = vec![
             b"m",
             b"",
@@ -897,7 +1037,7 @@ mod tests {
     fn insert_until_full_then_remove_and_compact() {
         let mut p = TestPage::new(4096);
         let mut n = p.node();
-        n.init(0, None, None);
+        n.init(0, None, None, b"");
         let mut i = 0u32;
         while insert(&mut n, &(i * 7).to_be_bytes(), &[i as u8; 20]) {
             i += 1;
@@ -926,7 +1066,7 @@ mod tests {
             let mut q = TestPage::new(4096);
             let mut n = p.node();
             let mut left = q.node();
-            n.init(0, Some(b"key0"), Some(b"key9"));
+            n.init(0, Some(b"key0"), Some(b"key9"), b"key");
             assert_eq!(n.prefix_len(), 3);
             let all: Vec<Vec<u8>> = (0..20)
                 .map(|i| format!("key1{i:03}").into_bytes())
@@ -942,9 +1082,12 @@ mod tests {
             assert_eq!(left.upper_fence().unwrap(), Some(&s[..]));
             assert_eq!(n.lower_fence().unwrap(), Some(&s[..]));
             assert_eq!(n.upper_fence().unwrap(), Some(&b"key9"[..]));
-            // Narrower fences give a longer prefix.
-            assert!(n.prefix_len() >= 3 && left.prefix_len() >= 3);
-            assert_eq!(n.prefix().unwrap(), &s[..n.prefix_len()]);
+            // Each half's prefix is its keys' common prefix, at least the fences' "key".
+            for half in [&n, &left] {
+                let p = half.prefix().unwrap();
+                assert!(p.starts_with(b"key"));
+                assert!(keys(half).iter().all(|k| k.starts_with(p)));
+            }
         }
     }
 
@@ -954,7 +1097,7 @@ mod tests {
         let mut q = TestPage::new(4096);
         let mut n = p.node();
         let mut left = q.node();
-        n.init(1, None, None);
+        n.init(1, None, None, b"");
         for i in 0..10u32 {
             assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
         }
@@ -974,7 +1117,7 @@ mod tests {
         let mut q = TestPage::new(4096);
         let mut n = p.node();
         let mut left = q.node();
-        n.init(0, Some(b"a"), Some(b"z"));
+        n.init(0, Some(b"a"), Some(b"z"), b"");
         let all: Vec<Vec<u8>> = (0..30).map(|i| format!("m{i:02}").into_bytes()).collect();
         for k in &all {
             assert!(insert(&mut n, k, k));
@@ -997,7 +1140,7 @@ mod tests {
         let mut q = TestPage::new(4096);
         let mut n = p.node();
         let mut left = q.node();
-        n.init(1, None, None);
+        n.init(1, None, None, b"");
         for i in 0..10u32 {
             assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
         }
@@ -1042,7 +1185,7 @@ mod tests {
     fn large_keys_and_values_use_long_length_headers() {
         let mut p = TestPage::new(8192);
         let mut n = p.node();
-        n.init(0, None, None);
+        n.init(0, None, None, b"");
         let k = vec![7u8; 300];
         let v = vec![9u8; 2000];
         assert!(insert(&mut n, &k, &v));

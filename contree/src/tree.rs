@@ -150,7 +150,7 @@ impl Tree {
         {
             let (mut node, latch) = tree.page(root).expect("fresh page");
             let _x = latch.exclusive();
-            node.init(0, None, None);
+            node.init(0, None, None, &[]);
         }
         Ok(tree)
     }
@@ -459,11 +459,11 @@ impl Tree {
                 return Ok(Err(NeedSplit));
             }
             node.remove_at(pos);
-            let ok = node.insert_at(pos, key, value);
+            let ok = node.insert_entry(pos, key, value);
             debug_assert!(ok);
             return Ok(Ok(Some(old)));
         }
-        if node.insert_at(pos, key, value) {
+        if node.insert_entry(pos, key, value) {
             Ok(Ok(None))
         } else {
             Ok(Err(NeedSplit))
@@ -571,17 +571,16 @@ impl Tree {
                 let _lx = left_latch.exclusive();
                 let _rx = root_latch.exclusive();
                 let sep = node.split(&mut left, sep_pos);
-                root.init(level + 1, None, None);
-                let ok = root.insert_at(0, &sep, &left_pid.to_ne_bytes());
-                debug_assert!(ok);
+                root.init(level + 1, None, None, &[]);
+                let ok = root.insert_entry(0, &sep, &left_pid.to_ne_bytes());
+                assert!(ok, "a fresh root holds one separator");
                 root.set_upper_child(here.pid);
                 self.root.store(root_pid, Ordering::Release);
                 self.splits.fetch_add(1, Ordering::Relaxed);
                 Ok(SplitOutcome::Done)
             }
             Some(mut pnode) => {
-                let sep_len = node.entry(sep_pos).map(|e| e.suffix_len)? + node.prefix_len();
-                if !pnode.fits(sep_len, 4) {
+                if !pnode.fits(&node.key(sep_pos)?, 4) {
                     return Ok(SplitOutcome::ParentFull);
                 }
                 let Ok(ids) = self.pages.allocate(1) else {
@@ -593,8 +592,8 @@ impl Tree {
                 let sep = node.split(&mut left, sep_pos);
                 let (pos, found) = pnode.lower_bound(&sep)?;
                 debug_assert!(!found);
-                let ok = pnode.insert_at(pos, &sep, &left_pid.to_ne_bytes());
-                debug_assert!(ok);
+                let ok = pnode.insert_entry(pos, &sep, &left_pid.to_ne_bytes());
+                assert!(ok, "separator must fit: checked before the split");
                 self.splits.fetch_add(1, Ordering::Relaxed);
                 Ok(SplitOutcome::Done)
             }
