@@ -649,6 +649,19 @@ impl Node {
         let count = self.count();
         let heap_len = entry_space(suffix.len(), value.len()) - SLOT;
         let off = self.heap_alloc(heap_len);
+        self.write_entry(off, suffix, value);
+        // Shift slots [pos, count) right by one.
+        let start = HEADER + pos * SLOT;
+        let end = HEADER + count * SLOT;
+        self.bytes_mut(start, end - start + SLOT)
+            .copy_within(0..end - start, SLOT);
+        self.write_u32(start, head_of(suffix));
+        self.write_u16(start + 4, off as u16);
+        self.set_count(count + 1);
+    }
+
+    /// Encodes the heap entry of `suffix`/`value` at `off`.
+    fn write_entry(&mut self, off: usize, suffix: &[u8], value: &[u8]) {
         let (sl, vl) = (suffix.len(), value.len());
         let h = lens_len(sl, vl);
         let header = self.bytes_mut(off, h);
@@ -669,14 +682,6 @@ impl Node {
         self.bytes_mut(w, rest.len()).copy_from_slice(rest);
         w += rest.len();
         self.bytes_mut(w, value.len()).copy_from_slice(value);
-        // Shift slots [pos, count) right by one.
-        let start = HEADER + pos * SLOT;
-        let end = HEADER + count * SLOT;
-        self.bytes_mut(start, end - start + SLOT)
-            .copy_within(0..end - start, SLOT);
-        self.write_u32(start, head_of(suffix));
-        self.write_u16(start + 4, off as u16);
-        self.set_count(count + 1);
     }
 
     /// Removes entry `pos`.
@@ -922,21 +927,62 @@ impl Scratch {
 struct Builder {
     node: Node,
     key: Vec<u8>,
+    /// Header fields kept here while entries are appended, written by `finish`.
+    count: usize,
+    heap_top: usize,
+    heap_live: usize,
 }
 
 impl Builder {
     fn new(mut node: Node, level: u16, lower: Fence, upper: Fence, prefix: &[u8]) -> Builder {
         node.init(level, lower, upper, prefix);
         Builder {
-            node,
             key: Vec::new(),
+            count: 0,
+            heap_top: node.heap_top(),
+            heap_live: node.heap_live(),
+            node,
         }
     }
 
+    /// Reserves `heap_len` heap bytes and a slot for the next entry; returns the offset.
+    fn reserve(&mut self, heap_len: usize) -> usize {
+        assert!(
+            HEADER + (self.count + 1) * SLOT + heap_len <= self.heap_top,
+            "rebuilt node overflows its page"
+        );
+        self.heap_top -= heap_len;
+        self.heap_live += heap_len;
+        self.heap_top
+    }
+
+    fn write_slot(&mut self, head: u32, off: usize) {
+        let slot = HEADER + self.count * SLOT;
+        self.node.write_u32(slot, head);
+        self.node.write_u16(slot + 4, off as u16);
+        self.count += 1;
+    }
+
+    /// Appends an entry whose key without the node prefix is `suffix`.
+    fn append(&mut self, suffix: &[u8], value: &[u8]) {
+        let off = self.reserve(entry_space(suffix.len(), value.len()) - SLOT);
+        self.node.write_entry(off, suffix, value);
+        self.write_slot(head_of(suffix), off);
+    }
+
+    /// Appends entry `i` of `src` byte for byte (both nodes have the same prefix).
+    fn append_verbatim(&mut self, src: &Node, i: usize) {
+        let e = src.entry(i).expect("latched");
+        let bytes = src.bytes(src.slot_offset(i), e.heap_len).expect("latched");
+        let off = self.reserve(e.heap_len);
+        self.node.bytes_mut(off, e.heap_len).copy_from_slice(bytes);
+        self.write_slot(src.slot_head(i), off);
+    }
+
     fn push(&mut self, key: &[u8], value: &[u8]) {
-        let pos = self.node.count();
-        let ok = self.node.insert_at(pos, key, value);
-        assert!(ok, "rebuilt node overflows its page");
+        let plen = self.node.prefix_len();
+        assert!(key.len() >= plen, "rebuilt key lacks the node prefix");
+        self.append(&key[plen..], value);
     }
 
     fn copy_range(&mut self, src: &Node, range: std::ops::Range<usize>) {
@@ -945,16 +991,14 @@ impl Builder {
         let mut key = std::mem::take(&mut self.key);
         for i in range {
             key.clear();
-            if dst_plen >= src_plen {
-                // The common case (splits): the new suffix is the old one, shortened.
+            if dst_plen == src_plen {
+                // Same prefix (both are common prefixes of these keys): copy the bytes.
+                self.append_verbatim(src, i);
+            } else if dst_plen > src_plen {
+                // Splits: the new suffix is the old one, shortened.
                 src.push_suffix(i, &mut key).expect("latched");
-                let suffix = &key[dst_plen - src_plen..];
                 let value = src.value(i).expect("latched");
-                let pos = self.node.count();
-                debug_assert!(
-                    entry_space(suffix.len(), value.len()) <= self.node.contiguous_space()
-                );
-                self.node.insert_suffix_at(pos, suffix, value);
+                self.append(&key[dst_plen - src_plen..], value);
             } else {
                 src.push_key(i, &mut key).expect("latched");
                 let value = src.value(i).expect("latched");
@@ -965,6 +1009,9 @@ impl Builder {
     }
 
     fn finish(mut self, upper_child: PageId) {
+        self.node.set_count(self.count);
+        self.node.write_u32(OFF_HEAP_TOP, self.heap_top as u32);
+        self.node.write_u32(OFF_HEAP_LIVE, self.heap_live as u32);
         self.node.set_upper_child(upper_child);
     }
 }
