@@ -736,12 +736,11 @@ impl Tree {
     /// assert_eq!(last.map(|(k, _)| k), Some(b"d".to_vec()));
     /// ```
     pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
-        let own = |b: Bound<&[u8]>| match b {
-            Bound::Included(k) => Bound::Included(k.to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        Range::new(self, own(range.start_bound()), own(range.end_bound()))
+        Range::new(
+            self,
+            owned_bound(range.start_bound()),
+            owned_bound(range.end_bound()),
+        )
     }
 
     /// Like [`range`](Self::range), for bounds given as anything that is bytes: arrays,
@@ -759,12 +758,11 @@ impl Tree {
     /// assert_eq!(tree.range_of(b"a".to_vec()..=b"b".to_vec()).count(), 2);
     /// ```
     pub fn range_of<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Range<'_> {
-        let own = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        Range::new(self, own(range.start_bound()), own(range.end_bound()))
+        Range::new(
+            self,
+            owned_bound(range.start_bound().map(K::as_ref)),
+            owned_bound(range.end_bound().map(K::as_ref)),
+        )
     }
 
     /// All entries in key order.
@@ -841,6 +839,11 @@ impl Tree {
     pub fn check_invariants(&self) -> Result<(), String> {
         crate::invariants::check(self, self.root.load(Ordering::Acquire))
     }
+}
+
+/// A bound over borrowed bytes, copied.
+fn owned_bound(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    b.map(<[u8]>::to_vec)
 }
 
 fn pnode_is_root(tree: &Tree, pid: PageId) -> bool {
