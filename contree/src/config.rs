@@ -31,6 +31,21 @@ pub struct Config {
     /// Merge a node into a sibling after a removal leaves it less full than this fraction
     /// of a page (0.0 turns merging off except for empty nodes). Default 0.25.
     pub merge_threshold: f64,
+    /// Contention Split: split a leaf between two entries that different threads keep
+    /// changing while they wait for each other on its latch. Default on.
+    pub contention_split: bool,
+    /// A leaf change is sampled into the leaf's contention counters with probability
+    /// `2^-contention_sample_shift` (0 to 16). Default 2 (25%, as in the paper).
+    pub contention_sample_shift: u32,
+    /// A sampled change ends the leaf's counting period with probability
+    /// `2^-(contention_period_shift - contention_sample_shift)`, so a period ends on a change
+    /// with probability `2^-contention_period_shift` (at least the sample shift, at most 24).
+    /// Default 9 (as in the paper).
+    pub contention_period_shift: u32,
+    /// The share of sampled changes that found the latch taken at which a period counts as
+    /// contended (0.0 to 1.0; 0.0 splits at every period end where two slots differ).
+    /// Default 0.1: see `docs/design.md` for the measurement behind it.
+    pub contention_threshold: f64,
 }
 
 impl Default for Config {
@@ -39,6 +54,10 @@ impl Default for Config {
             page_size: MIN_PAGE_SIZE,
             max_memory: usize::MAX,
             merge_threshold: 0.25,
+            contention_split: true,
+            contention_sample_shift: 2,
+            contention_period_shift: 9,
+            contention_threshold: 0.1,
         }
     }
 }
@@ -81,6 +100,29 @@ impl Config {
             return Err(Error::InvalidConfig {
                 field: "merge_threshold",
                 reason: format!("{} is not between 0.0 and 0.5", self.merge_threshold),
+            });
+        }
+        if self.contention_sample_shift > 16 {
+            return Err(Error::InvalidConfig {
+                field: "contention_sample_shift",
+                reason: format!("{} is above 16", self.contention_sample_shift),
+            });
+        }
+        if self.contention_period_shift < self.contention_sample_shift
+            || self.contention_period_shift > 24
+        {
+            return Err(Error::InvalidConfig {
+                field: "contention_period_shift",
+                reason: format!(
+                    "{} is not between contention_sample_shift ({}) and 24",
+                    self.contention_period_shift, self.contention_sample_shift
+                ),
+            });
+        }
+        if !(0.0..=1.0).contains(&self.contention_threshold) {
+            return Err(Error::InvalidConfig {
+                field: "contention_threshold",
+                reason: format!("{} is not between 0.0 and 1.0", self.contention_threshold),
             });
         }
         Ok(())

@@ -29,6 +29,7 @@
 
 pub mod codec;
 mod config;
+mod contention;
 mod error;
 mod invariants;
 mod iter;

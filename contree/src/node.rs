@@ -8,7 +8,10 @@
 //! 26  flags u16 (HAS_LOWER, HAS_UPPER)
 //! 28  lower_off u32               32  upper_off u32      36  upper_child u32 (inner)
 //! 40  prefix_off u32
-//! 44  20 bytes reserved for per-node contention counters
+//! 44  Contention Split counters: sampled updates u16, sampled slow paths u16, last sampled
+//!     slot u16 (`u16::MAX`: none)                  50  hot-until-cool marker u16
+//! 52  last exclusive holder u32 (only with the `latch-stats` feature)
+//! 56  8 bytes reserved
 //! 64  slot array: `count` slots of 6 bytes { head: u32, offset: u16 }, sorted by key
 //! ... free space ...
 //! heap_top .. page_size: entries and fence keys, growing down from the end of the page
@@ -66,6 +69,11 @@ const OFF_LOWER: usize = 28;
 const OFF_UPPER: usize = 32;
 const OFF_UPPER_CHILD: usize = 36;
 const OFF_PREFIX: usize = 40;
+const OFF_CS_UPDATES: usize = 44;
+const OFF_CS_SLOW: usize = 46;
+const OFF_CS_LAST_SLOT: usize = 48;
+const OFF_CS_HOT: usize = 50;
+const OFF_LAST_HOLDER: usize = 52;
 
 /// A fence key: `None` is infinite (minus infinity for a lower fence, plus infinity for an
 /// upper fence).
@@ -248,6 +256,40 @@ impl Node {
     pub(crate) fn upper_child(&self) -> PageId {
         self.read_u32(OFF_UPPER_CHILD)
     }
+    /// The Contention Split counters: (sampled updates, sampled slow paths, last sampled
+    /// slot). Written only under the exclusive latch.
+    pub(crate) fn contention_counters(&self) -> (u16, u16, u16) {
+        (
+            self.read_u16(OFF_CS_UPDATES),
+            self.read_u16(OFF_CS_SLOW),
+            self.read_u16(OFF_CS_LAST_SLOT),
+        )
+    }
+
+    pub(crate) fn set_contention_counters(&mut self, updates: u16, slow: u16, last_slot: u16) {
+        self.write_u16(OFF_CS_UPDATES, updates);
+        self.write_u16(OFF_CS_SLOW, slow);
+        self.write_u16(OFF_CS_LAST_SLOT, last_slot);
+    }
+
+    /// Whether Contention Split recently split this node and its period has not yet ended
+    /// without contention; merges leave such nodes alone.
+    pub(crate) fn is_hot(&self) -> bool {
+        self.read_u16(OFF_CS_HOT) != 0
+    }
+
+    pub(crate) fn set_hot(&mut self, hot: bool) {
+        self.write_u16(OFF_CS_HOT, hot as u16);
+    }
+
+    /// The thread id of the last exclusive holder (`latch-stats` feature).
+    #[cfg_attr(not(feature = "latch-stats"), allow(dead_code))]
+    pub(crate) fn swap_last_holder(&mut self, thread: u32) -> u32 {
+        let prev = self.read_u32(OFF_LAST_HOLDER);
+        self.write_u32(OFF_LAST_HOLDER, thread);
+        prev
+    }
+
     pub(crate) fn set_upper_child(&mut self, pid: PageId) {
         self.write_u32(OFF_UPPER_CHILD, pid);
     }
@@ -527,6 +569,7 @@ impl Node {
         self.bytes_mut(8, HEADER - 8).fill(0);
         self.write_u16(OFF_LEVEL, level);
         self.write_u32(OFF_HEAP_TOP, size as u32);
+        self.write_u16(OFF_CS_LAST_SLOT, u16::MAX);
         let mut flags = 0;
         if let Some(l) = lower {
             let off = self.heap_alloc(l.len());
@@ -718,7 +761,9 @@ impl Node {
             b.copy_range(self, 0..self.count());
             b.finish(self.upper_child());
         }
+        let hot = self.is_hot();
         scratch.copy_into(self);
+        self.set_hot(hot);
     }
 
     /// The prefix the part `range` of this node's keys would use under the given fences.

@@ -28,4 +28,15 @@ pub struct Stats {
     pub merges: u64,
     /// Operations that had to restart since the tree was created (sampled per thread).
     pub restarts: u64,
+    /// Leaves split by Contention Split.
+    pub contention_splits: u64,
+    /// Periods that ended with unnecessary contention and asked for a Contention Split
+    /// (some are skipped: the leaf changed meanwhile, or the parent could not take the key).
+    pub contention_split_attempts: u64,
+    /// Exclusive leaf-latch acquisitions that had to wait (0 unless the `latch-stats` cargo
+    /// feature is on).
+    pub latch_slow_paths: u64,
+    /// Exclusive leaf-latch acquisitions whose previous holder was another thread, a proxy
+    /// for cache-line transfers (0 unless the `latch-stats` cargo feature is on).
+    pub latch_handoffs: u64,
 }

@@ -26,6 +26,7 @@
 //! single child is replaced by that child.
 
 use crate::config::Config;
+use crate::contention::ContentionPolicy;
 use crate::error::Error;
 use crate::iter::Range;
 use crate::latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
@@ -61,6 +62,11 @@ pub struct Tree {
     restarts: StripedCounter,
     splits: AtomicU64,
     merges: AtomicU64,
+    contention: ContentionPolicy,
+    contention_splits: AtomicU64,
+    contention_split_attempts: AtomicU64,
+    latch_slow_paths: StripedCounter,
+    latch_handoffs: StripedCounter,
 }
 
 // SAFETY: all shared state is reached through atomics, latches and the page allocator, whose
@@ -139,13 +145,18 @@ impl Tree {
         })?[0];
         let tree = Tree {
             pages,
-            config,
+            config: config.clone(),
             meta: HybridLatch::new(),
             root: AtomicU32::new(root),
             len: StripedCounter::new(),
             restarts: StripedCounter::new(),
             splits: AtomicU64::new(0),
             merges: AtomicU64::new(0),
+            contention: ContentionPolicy::new(&config),
+            contention_splits: AtomicU64::new(0),
+            contention_split_attempts: AtomicU64::new(0),
+            latch_slow_paths: StripedCounter::new(),
+            latch_handoffs: StripedCounter::new(),
         };
         {
             let (mut node, latch) = tree.page(root).expect("fresh page");
@@ -303,6 +314,8 @@ impl Tree {
             if !node.is_leaf() {
                 return Err(Restart);
             }
+            #[cfg(feature = "latch-stats")]
+            self.count_latch(node, x.slow_path());
             return Ok((node, x));
         }
         loop {
@@ -319,12 +332,61 @@ impl Tree {
                 if !child_node.is_leaf() {
                     return Err(Restart);
                 }
+                #[cfg(feature = "latch-stats")]
+                self.count_latch(child_node, x.slow_path());
                 return Ok((child_node, x));
             }
             let child_guard = child_latch.optimistic();
             guard.validate()?;
             node = child_node;
             guard = child_guard;
+        }
+    }
+
+    /// `latch-stats`: counts a slow exclusive acquisition and a handoff (the previous holder
+    /// of this leaf's latch was another thread) in striped counters.
+    #[cfg(feature = "latch-stats")]
+    fn count_latch(&self, mut node: Node, slow_path: bool) {
+        thread_local! {
+            static ID: u32 = {
+                static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            };
+        }
+        if slow_path {
+            self.latch_slow_paths.add(1);
+        }
+        let me = ID.with(|id| *id);
+        let prev = node.swap_last_holder(me);
+        if prev != 0 && prev != me {
+            self.latch_handoffs.add(1);
+        }
+    }
+
+    /// Feeds a leaf change to Contention Split; returns the separator key to split at when
+    /// the leaf's period ended with unnecessary contention.
+    #[inline]
+    fn note_change(&self, node: &mut Node, pos: usize, slow_path: bool) -> Option<Vec<u8>> {
+        let mid = self.contention.after_change(node, pos, slow_path)?;
+        node.key(mid).ok()
+    }
+
+    /// Splits the leaf holding `sep` right after `sep` (Contention Split). Best effort: it
+    /// gives up when the leaf changed so that the split no longer separates anything, when
+    /// the parent cannot take the key even after splitting it, or when memory is exhausted.
+    fn contention_split(&self, sep: &[u8]) {
+        self.contention_split_attempts
+            .fetch_add(1, Ordering::Relaxed);
+        for _ in 0..2 {
+            match self.retry(|| self.split_attempt(sep, 0, Some(sep))) {
+                SplitOutcome::Done => return,
+                SplitOutcome::ParentFull => {
+                    if self.split_for(sep, 1).is_err() {
+                        return;
+                    }
+                }
+                SplitOutcome::OutOfSpace => return,
+            }
         }
     }
 
@@ -424,11 +486,15 @@ impl Tree {
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         self.check_key(key)?;
         self.check_value(value)?;
+        let mut split_at = None;
         loop {
-            match self.retry(|| self.insert_attempt(key, value)) {
+            match self.retry(|| self.insert_attempt(key, value, &mut split_at)) {
                 Ok(old) => {
                     if old.is_none() {
                         self.len.add(1);
+                    }
+                    if let Some(sep) = split_at {
+                        self.contention_split(&sep);
                     }
                     return Ok(old);
                 }
@@ -444,14 +510,16 @@ impl Tree {
         &self,
         key: &[u8],
         value: &[u8],
+        split_at: &mut Option<Vec<u8>>,
     ) -> Result<Result<Option<Vec<u8>>, NeedSplit>, Restart> {
-        let (mut node, _x) = self.optimistic_exclusive_leaf(key)?;
+        let (mut node, x) = self.optimistic_exclusive_leaf(key)?;
         let (pos, found) = node.lower_bound(key)?;
         if found {
             let e = node.entry(pos)?;
             let old = node.bytes(e.value_off, e.value_len)?.to_vec();
             if old.len() == value.len() {
                 node.value_mut(pos).copy_from_slice(value);
+                *split_at = self.note_change(&mut node, pos, x.slow_path());
                 return Ok(Ok(Some(old)));
             }
             let need = node.space_needed(key.len(), value.len());
@@ -461,9 +529,11 @@ impl Tree {
             node.remove_at(pos);
             let ok = node.insert_entry(pos, key, value);
             debug_assert!(ok);
+            *split_at = self.note_change(&mut node, pos, x.slow_path());
             return Ok(Ok(Some(old)));
         }
         if node.insert_entry(pos, key, value) {
+            *split_at = self.note_change(&mut node, pos, x.slow_path());
             Ok(Ok(None))
         } else {
             Ok(Err(NeedSplit))
@@ -484,14 +554,21 @@ impl Tree {
     /// ```
     pub fn update_with<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
         let mut f = Some(f);
-        self.retry(|| {
-            let (mut node, _x) = self.optimistic_exclusive_leaf(key)?;
+        let mut split_at = None;
+        let out = self.retry(|| {
+            let (mut node, x) = self.optimistic_exclusive_leaf(key)?;
             let (pos, found) = node.lower_bound(key)?;
             if !found {
                 return Ok(None);
             }
-            Ok(f.take().map(|f| f(node.value_mut(pos))))
-        })
+            let out = f.take().map(|f| f(node.value_mut(pos)));
+            split_at = self.note_change(&mut node, pos, x.slow_path());
+            Ok(out)
+        });
+        if let Some(sep) = split_at {
+            self.contention_split(&sep);
+        }
+        out
     }
 
     /// Removes `key`; returns its value.
@@ -499,19 +576,23 @@ impl Tree {
         if key.len() > self.config.max_key_len() {
             return None;
         }
+        let mut split_at = None;
         let (old, underfull) = self.retry(|| {
-            let (mut node, _x) = self.optimistic_exclusive_leaf(key)?;
+            let (mut node, x) = self.optimistic_exclusive_leaf(key)?;
             let (pos, found) = node.lower_bound(key)?;
             if !found {
                 return Ok((None, false));
             }
             let old = node.value(pos)?.to_vec();
             node.remove_at(pos);
+            split_at = self.note_change(&mut node, pos, x.slow_path());
             Ok((Some(old), self.is_underfull(&node)))
         });
         if old.is_some() {
             self.len.add(-1);
-            if underfull {
+            if let Some(sep) = split_at {
+                self.contention_split(&sep);
+            } else if underfull {
                 self.try_merge(key, 0);
             }
         }
@@ -529,7 +610,7 @@ impl Tree {
     /// they lack room for the separator.
     fn split_for(&self, key: &[u8], level: u16) -> Result<(), Error> {
         loop {
-            match self.retry(|| self.split_attempt(key, level)) {
+            match self.retry(|| self.split_attempt(key, level, None)) {
                 SplitOutcome::Done => return Ok(()),
                 SplitOutcome::ParentFull => self.split_for(key, level + 1)?,
                 SplitOutcome::OutOfSpace => return Err(self.out_of_space()),
@@ -537,7 +618,14 @@ impl Tree {
         }
     }
 
-    fn split_attempt(&self, key: &[u8], level: u16) -> Result<SplitOutcome, Restart> {
+    /// One try at splitting the node at `level` that holds `key`: in the middle (or at the
+    /// end for appends), or, for Contention Split, right after the key `at`.
+    fn split_attempt(
+        &self,
+        key: &[u8],
+        level: u16,
+        at: Option<&[u8]>,
+    ) -> Result<SplitOutcome, Restart> {
         let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
         // Latch top-down first; every node read below happens under an exclusive latch.
         let mut node = here.node;
@@ -552,10 +640,15 @@ impl Tree {
             return Ok(SplitOutcome::Done);
         }
         let append = node.upper_fence()?.is_none() && node.lower_bound(key)?.0 == count;
-        let preferred = match (append, level) {
-            (true, 0) => count - 1,
-            (true, _) => count - 2,
-            (false, _) => (count - 1) / 2,
+        let preferred = match (at, append, level) {
+            (Some(sep), _, _) => match node.lower_bound(sep)? {
+                // Only a split with entries on both sides separates anything.
+                (pos, true) if pos + 1 < count => pos,
+                _ => return Ok(SplitOutcome::Done),
+            },
+            (None, true, 0) => count - 1,
+            (None, true, _) => count - 2,
+            (None, false, _) => (count - 1) / 2,
         };
         // Fences and prefixes change in a split: take the nearest position where both
         // halves fit.
@@ -577,6 +670,11 @@ impl Tree {
                 root.set_upper_child(here.pid);
                 self.root.store(root_pid, Ordering::Release);
                 self.splits.fetch_add(1, Ordering::Relaxed);
+                if at.is_some() {
+                    self.contention_splits.fetch_add(1, Ordering::Relaxed);
+                    node.set_hot(true);
+                    left.set_hot(true);
+                }
                 Ok(SplitOutcome::Done)
             }
             Some(mut pnode) => {
@@ -595,6 +693,11 @@ impl Tree {
                 let ok = pnode.insert_entry(pos, &sep, &left_pid.to_ne_bytes());
                 assert!(ok, "separator must fit: checked before the split");
                 self.splits.fetch_add(1, Ordering::Relaxed);
+                if at.is_some() {
+                    self.contention_splits.fetch_add(1, Ordering::Relaxed);
+                    node.set_hot(true);
+                    left.set_hot(true);
+                }
                 Ok(SplitOutcome::Done)
             }
         }
@@ -666,7 +769,8 @@ impl Tree {
             };
             _rx = g;
         }
-        if !self.is_underfull(&here.node) {
+        if !self.is_underfull(&here.node) || left.is_hot() || right.is_hot() {
+            // Not underfull any more, or split by Contention Split and still hot.
             return Ok(MergeOutcome::Done);
         }
         let sep = pnode.key(left_pos)?;
@@ -791,6 +895,17 @@ impl Tree {
         self.len() == 0
     }
 
+    /// The page id of the leaf that holds `key` (for tests and diagnostics: two keys share a
+    /// leaf latch exactly when they share a leaf).
+    #[doc(hidden)]
+    pub fn leaf_page_of(&self, key: &[u8]) -> u32 {
+        self.retry(|| {
+            let (leaf, _) = self.optimistic_descend(Target::Key(key, 0))?;
+            leaf.guard.validate()?;
+            Ok(leaf.pid)
+        })
+    }
+
     /// Shape, space and counters. Walks every node under its shared latch: O(pages).
     pub fn stats(&self) -> Stats {
         let mut s = Stats {
@@ -799,6 +914,10 @@ impl Tree {
             splits: self.splits.load(Ordering::Relaxed),
             merges: self.merges.load(Ordering::Relaxed),
             restarts: self.restarts.sum().max(0) as u64,
+            contention_splits: self.contention_splits.load(Ordering::Relaxed),
+            contention_split_attempts: self.contention_split_attempts.load(Ordering::Relaxed),
+            latch_slow_paths: self.latch_slow_paths.sum().max(0) as u64,
+            latch_handoffs: self.latch_handoffs.sum().max(0) as u64,
             ..Stats::default()
         };
         let mut used = 0usize;

@@ -34,6 +34,11 @@ pub const VARIANTS: &[Variant] = &[
         "contree with merging of underfull nodes off (merge_threshold = 0)",
         build_nomerge,
     ),
+    (
+        "contree-nocs",
+        "contree with Contention Split off (contention_split = false)",
+        build_nocs,
+    ),
 ];
 
 fn build_default(shape: &Shape) -> Result<Box<dyn Index>, String> {
@@ -44,6 +49,16 @@ fn build_nomerge(shape: &Shape) -> Result<Box<dyn Index>, String> {
     build_with(
         Config {
             merge_threshold: 0.0,
+            ..Config::default()
+        },
+        shape,
+    )
+}
+
+fn build_nocs(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(
+        Config {
+            contention_split: false,
             ..Config::default()
         },
         shape,

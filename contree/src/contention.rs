@@ -1,0 +1,125 @@
+//! Contention Split (`contention-split-and-xmerge.md` §3, Listing 1): notice threads that
+//! serialize on one leaf's latch while changing different entries, and split the leaf
+//! between those entries so they stop sharing a latch.
+//!
+//! After every leaf change (insert, update, remove), made under the leaf's exclusive latch,
+//! the writer draws a random number. With probability `2^-contention_sample_shift` it adds
+//! the change to the leaf's counters (in the node header: sampled updates, how many of them
+//! found the latch taken, and the slot changed). With probability
+//! `2^-contention_period_shift` (a subset of the sampled draws) the period ends: if the share
+//! of sampled updates that took the latch's slow path reaches `contention_threshold` and the
+//! slot just changed differs from the last sampled one, the leaf is split halfway between
+//! the two, even when it is not full. The counters then restart.
+//!
+//! Listing 1 compares the current position with `lastUpdatedPos` after overwriting it; here
+//! the previous value is compared, as the text of §3.3 describes.
+//!
+//! The counters live in the page and are only touched under the exclusive latch, so they
+//! cost no shared word; the random numbers come from a per-thread xorshift generator.
+//! A split leaf is marked hot; the merge policy leaves hot nodes alone until a period ends
+//! without contention (the cool-down XMerge will rely on too).
+
+use crate::config::Config;
+use crate::node::Node;
+use std::cell::Cell;
+
+/// The decision rule, fixed at tree creation from the `Config`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ContentionPolicy {
+    enabled: bool,
+    sample_mask: u32,
+    period_mask: u32,
+    threshold: f64,
+}
+
+thread_local! {
+    static RNG: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A per-thread xorshift32 draw.
+#[inline]
+fn draw() -> u32 {
+    RNG.with(|c| {
+        let mut x = c.get();
+        if x == 0 {
+            // Seed from the address of the thread-local: distinct per thread, never zero.
+            x = (c as *const Cell<u32> as usize as u32) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        c.set(x);
+        x
+    })
+}
+
+impl ContentionPolicy {
+    pub(crate) fn new(config: &Config) -> Self {
+        let mask = |shift: u32| (1u32 << shift.min(31)) - 1;
+        ContentionPolicy {
+            enabled: config.contention_split,
+            sample_mask: mask(config.contention_sample_shift),
+            period_mask: mask(
+                config
+                    .contention_period_shift
+                    .max(config.contention_sample_shift),
+            ),
+            threshold: config.contention_threshold,
+        }
+    }
+
+    /// Records a change of slot `pos` in `node` (exclusively latched; `slow_path` tells
+    /// whether the latch had to be waited for). Returns the split position (the left node
+    /// keeps slots `0..=pos`) when the period ends with unnecessary contention.
+    #[inline]
+    pub(crate) fn after_change(
+        &self,
+        node: &mut Node,
+        pos: usize,
+        slow_path: bool,
+    ) -> Option<usize> {
+        if !self.enabled {
+            return None;
+        }
+        let r = draw();
+        if r & self.sample_mask != 0 {
+            return None;
+        }
+        self.sampled(node, pos, slow_path, r & self.period_mask == 0)
+    }
+
+    #[cold]
+    fn sampled(
+        &self,
+        node: &mut Node,
+        pos: usize,
+        slow_path: bool,
+        period_end: bool,
+    ) -> Option<usize> {
+        let (updates, slow, last) = node.contention_counters();
+        let updates = updates.saturating_add(1);
+        let slow = slow.saturating_add(slow_path as u16);
+        let pos16 = pos.min(u16::MAX as usize - 1) as u16;
+        if !period_end {
+            node.set_contention_counters(updates, slow, pos16);
+            return None;
+        }
+        node.set_contention_counters(0, 0, u16::MAX);
+        let contended =
+            slow as f64 >= self.threshold * updates as f64 && slow > 0 || self.threshold == 0.0;
+        if !contended {
+            node.set_hot(false);
+            return None;
+        }
+        if last == u16::MAX || last == pos16 || node.count() < 2 {
+            return None;
+        }
+        let (a, b) = if last < pos16 {
+            (last, pos16)
+        } else {
+            (pos16, last)
+        };
+        let mid = (a as usize + b as usize) / 2;
+        (mid + 1 < node.count()).then_some(mid)
+    }
+}

@@ -1,0 +1,205 @@
+//! Contention Split: a deterministic split between two alternately updated keys, splits
+//! under the default settings with 8 threads on a hot leaf, and oracle/invariant checks while
+//! aggressive contention splits run beside inserts, removes, updates and scans.
+
+use contree::{Config, Tree};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn bump(v: &mut [u8]) {
+    let n = u64::from_le_bytes(v[..8].try_into().unwrap()) + 1;
+    v[..8].copy_from_slice(&n.to_le_bytes());
+}
+
+fn aggressive() -> Config {
+    Config {
+        contention_sample_shift: 0,
+        contention_period_shift: 1,
+        contention_threshold: 0.0,
+        ..Config::default()
+    }
+}
+
+/// Two threads take strict turns updating two keys of one leaf. With every change
+/// sampled and a period ending on every other change, a period soon ends with the two last
+/// sampled slots differing, and the leaf is split between the keys.
+#[test]
+fn alternating_updates_split_between_the_two_keys() {
+    let tree = Tree::with_config(aggressive()).unwrap();
+    // The inserts themselves already cause contention splits (threshold 0): pick two keys
+    // that still share a leaf, with a key between them.
+    for i in 0..200 {
+        tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
+    }
+    let (a, b) = (0..198)
+        .find(|&i| tree.leaf_page_of(&key(i)) == tree.leaf_page_of(&key(i + 2)))
+        .map(|i| (i, i + 2))
+        .expect("some leaf holds three keys");
+    let before = tree.stats().contention_splits;
+    let turn = Mutex::new(0usize);
+    let rounds = 200;
+    std::thread::scope(|s| {
+        for (me, k) in [(0usize, a), (1, b)] {
+            let (tree, turn) = (&tree, &turn);
+            s.spawn(move || {
+                let mut done = 0;
+                while done < rounds {
+                    let mut t = turn.lock().unwrap();
+                    if *t % 2 != me {
+                        drop(t);
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    tree.update_with(&key(k), bump).unwrap();
+                    *t += 1;
+                    done += 1;
+                }
+            });
+        }
+    });
+    let stats = tree.stats();
+    assert!(stats.contention_splits > before, "{stats:?}");
+    assert_ne!(tree.leaf_page_of(&key(a)), tree.leaf_page_of(&key(b)));
+    tree.check_invariants().unwrap();
+    for (i, expect) in [(a, rounds as u64), (b, rounds as u64), (a + 1, 0)] {
+        let v = tree.get(&key(i)).unwrap();
+        assert_eq!(u64::from_le_bytes(v[..8].try_into().unwrap()), expect);
+    }
+}
+
+/// With the default settings, 8 threads updating 8 adjacent keys (one leaf) on a 2-core
+/// machine make the leaf latch contended, and Contention Split separates them.
+#[test]
+fn default_settings_split_a_hot_leaf_under_8_threads() {
+    let tree = Tree::new();
+    for i in 0..10_000 {
+        tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
+    }
+    let hot: Vec<u32> = (5000..5008).collect();
+    assert!(hot
+        .windows(2)
+        .all(|w| tree.leaf_page_of(&key(w[0])) == tree.leaf_page_of(&key(w[1]))));
+    let stop = AtomicBool::new(false);
+    let ops = AtomicUsize::new(0);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for &k in &hot {
+            let (tree, stop, ops) = (&tree, &stop, &ops);
+            s.spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    tree.update_with(&key(k), bump).unwrap();
+                    n += 1;
+                }
+                ops.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        while tree.stats().contention_splits == 0 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Let the splits separate every hot key for a moment, then stop.
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let stats = tree.stats();
+    assert!(
+        stats.contention_splits >= 1,
+        "no contention split in {:?}: {stats:?}",
+        start.elapsed()
+    );
+    tree.check_invariants().unwrap();
+    let total: u64 = hot
+        .iter()
+        .map(|&k| u64::from_le_bytes(tree.get(&key(k)).unwrap()[..8].try_into().unwrap()))
+        .sum();
+    assert_eq!(
+        total as usize,
+        ops.load(Ordering::Relaxed),
+        "an update was lost"
+    );
+}
+
+/// Aggressive Contention Split beside inserts, removes, updates and scans from 4 threads;
+/// each thread owns every fourth key, all threads bump shared counters. At the end the
+/// tree matches the oracle, the counters lost nothing and the structure is valid.
+#[test]
+fn contention_splits_keep_the_oracle_and_invariants() {
+    let tree = Tree::with_config(aggressive()).unwrap();
+    let threads = 4u32;
+    let per_thread = 60_000u32;
+    let counters: Vec<u32> = (0..16).map(|i| 1_000_000 + i).collect();
+    for &c in &counters {
+        tree.insert(&key(c), &0u64.to_le_bytes()).unwrap();
+    }
+    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (tree, counters) = (&tree, &counters);
+                s.spawn(move || {
+                    let mut oracle = BTreeMap::new();
+                    let mut x = 0x9E37_79B9u32 ^ t;
+                    for i in 0..per_thread {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        let k = key((x % 5_000) * threads + t);
+                        match i % 8 {
+                            0..=3 => {
+                                let v = i.to_le_bytes().to_vec();
+                                assert_eq!(tree.insert(&k, &v).unwrap(), oracle.insert(k, v));
+                            }
+                            4 => assert_eq!(tree.remove(&k), oracle.remove(&k)),
+                            5 => {
+                                let c = counters[(x as usize >> 8) % counters.len()];
+                                tree.update_with(&key(c), bump).unwrap();
+                            }
+                            6 => assert_eq!(tree.get(&k), oracle.get(&k).cloned()),
+                            _ => {
+                                if i % 4096 == 7 {
+                                    let keys: Vec<_> = tree.iter().map(|(k, _)| k).collect();
+                                    assert!(
+                                        keys.windows(2).all(|w| w[0] < w[1]),
+                                        "scan out of order"
+                                    );
+                                    for c in counters {
+                                        assert!(
+                                            keys.binary_search(&key(*c)).is_ok(),
+                                            "scan lost a counter"
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    oracle
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    tree.check_invariants().unwrap();
+    let stats = tree.stats();
+    assert!(stats.contention_splits > 0, "{stats:?}");
+    let mut expect: BTreeMap<Vec<u8>, Vec<u8>> = oracles.into_iter().flatten().collect();
+    let bumps: u64 = counters
+        .iter()
+        .map(|&c| u64::from_le_bytes(tree.get(&key(c)).unwrap()[..8].try_into().unwrap()))
+        .sum();
+    assert_eq!(
+        bumps,
+        (threads * per_thread / 8) as u64,
+        "a counter update was lost"
+    );
+    for &c in &counters {
+        expect.insert(key(c), tree.get(&key(c)).unwrap());
+    }
+    let all: BTreeMap<Vec<u8>, Vec<u8>> = tree.iter().collect();
+    assert_eq!(all, expect);
+    assert_eq!(tree.len(), expect.len());
+}
