@@ -75,56 +75,61 @@ impl Config {
 
     /// Checks every field; the first invalid one is reported.
     pub fn validate(&self) -> Result<(), Error> {
-        if !self.page_size.is_power_of_two()
-            || self.page_size < MIN_PAGE_SIZE
-            || self.page_size > MAX_PAGE_SIZE
-        {
-            return Err(Error::InvalidConfig {
-                field: "page_size",
-                reason: format!(
+        fn require(
+            ok: bool,
+            field: &'static str,
+            reason: impl FnOnce() -> String,
+        ) -> Result<(), Error> {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidConfig {
+                    field,
+                    reason: reason(),
+                })
+            }
+        }
+        require(
+            self.page_size.is_power_of_two()
+                && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size),
+            "page_size",
+            || {
+                format!(
                     "{} is not a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}",
                     self.page_size
-                ),
-            });
-        }
-        if self.max_memory / self.page_size < 4 {
-            return Err(Error::InvalidConfig {
-                field: "max_memory",
-                reason: format!(
-                    "{} bytes is less than 4 pages of {} bytes",
-                    self.max_memory, self.page_size
-                ),
-            });
-        }
-        if !(0.0..=0.5).contains(&self.merge_threshold) {
-            return Err(Error::InvalidConfig {
-                field: "merge_threshold",
-                reason: format!("{} is not between 0.0 and 0.5", self.merge_threshold),
-            });
-        }
-        if self.contention_sample_shift > 16 {
-            return Err(Error::InvalidConfig {
-                field: "contention_sample_shift",
-                reason: format!("{} is above 16", self.contention_sample_shift),
-            });
-        }
-        if self.contention_period_shift < self.contention_sample_shift
-            || self.contention_period_shift > 24
-        {
-            return Err(Error::InvalidConfig {
-                field: "contention_period_shift",
-                reason: format!(
+                )
+            },
+        )?;
+        require(self.max_memory / self.page_size >= 4, "max_memory", || {
+            format!(
+                "{} bytes is less than 4 pages of {} bytes",
+                self.max_memory, self.page_size
+            )
+        })?;
+        require(
+            (0.0..=0.5).contains(&self.merge_threshold),
+            "merge_threshold",
+            || format!("{} is not between 0.0 and 0.5", self.merge_threshold),
+        )?;
+        require(
+            self.contention_sample_shift <= 16,
+            "contention_sample_shift",
+            || format!("{} is above 16", self.contention_sample_shift),
+        )?;
+        require(
+            (self.contention_sample_shift..=24).contains(&self.contention_period_shift),
+            "contention_period_shift",
+            || {
+                format!(
                     "{} is not between contention_sample_shift ({}) and 24",
                     self.contention_period_shift, self.contention_sample_shift
-                ),
-            });
-        }
-        if !(0.0..=1.0).contains(&self.contention_threshold) {
-            return Err(Error::InvalidConfig {
-                field: "contention_threshold",
-                reason: format!("{} is not between 0.0 and 1.0", self.contention_threshold),
-            });
-        }
-        Ok(())
+                )
+            },
+        )?;
+        require(
+            (0.0..=1.0).contains(&self.contention_threshold),
+            "contention_threshold",
+            || format!("{} is not between 0.0 and 1.0", self.contention_threshold),
+        )
     }
 }
