@@ -46,6 +46,23 @@ pub struct Config {
     /// contended (0.0 to 1.0; 0.0 splits at every period end where two slots differ).
     /// Default 0.1: see `docs/design.md` for the measurement behind it.
     pub contention_threshold: f64,
+    /// XMerge: the largest group of neighbouring siblings (K in the paper) packed into one
+    /// node fewer, 2 to 16. Larger groups free more pages but keep more latches at once.
+    /// Default 5 (as in the paper).
+    pub xmerge_group: usize,
+    /// Run the space manager: one background thread per tree that applies XMerge to random
+    /// nodes while the fill factor is below `fill_target`, and sleeps otherwise. It is
+    /// stopped when the tree is dropped. [`Tree::compact`](crate::Tree::compact) and the
+    /// XMerge that precedes [`Error::OutOfSpace`] work either way. Default on; turn it off
+    /// for trees that stay small or that you compact yourself, to save the thread.
+    pub space_manager: bool,
+    /// The fill factor (see [`Stats::fill_factor`](crate::Stats::fill_factor)) below which
+    /// the space manager works, from 0.0 (never) to 1.0 (always). Default 0.9.
+    pub fill_target: f64,
+    /// The share of one core the space manager may use while it works, from 0.0 (exclusive)
+    /// to 1.0 (no pause between rounds). It sleeps after each round of XMerges for as long
+    /// as the round took times `(1 - share) / share`. Default 0.02: see `docs/design.md`.
+    pub space_manager_share: f64,
 }
 
 impl Default for Config {
@@ -58,6 +75,10 @@ impl Default for Config {
             contention_sample_shift: 2,
             contention_period_shift: 9,
             contention_threshold: 0.1,
+            xmerge_group: 5,
+            space_manager: true,
+            fill_target: 0.9,
+            space_manager_share: 0.02,
         }
     }
 }
@@ -130,6 +151,26 @@ impl Config {
             (0.0..=1.0).contains(&self.contention_threshold),
             "contention_threshold",
             || format!("{} is not between 0.0 and 1.0", self.contention_threshold),
+        )?;
+        require(
+            (2..=16).contains(&self.xmerge_group),
+            "xmerge_group",
+            || format!("{} is not between 2 and 16", self.xmerge_group),
+        )?;
+        require(
+            (0.0..=1.0).contains(&self.fill_target),
+            "fill_target",
+            || format!("{} is not between 0.0 and 1.0", self.fill_target),
+        )?;
+        require(
+            self.space_manager_share > 0.0 && self.space_manager_share <= 1.0,
+            "space_manager_share",
+            || {
+                format!(
+                    "{} is not above 0.0 and at most 1.0",
+                    self.space_manager_share
+                )
+            },
         )
     }
 }

@@ -7,12 +7,12 @@
 //! exactly the separators around them, and space accounting inside the page. It also checks
 //! that the number of entries equals `len()` and that every allocated page is reachable.
 
+use crate::btree::BTree;
 use crate::node::common_prefix;
 use crate::page::PageId;
-use crate::Tree;
 
 struct Walk<'t> {
-    tree: &'t Tree,
+    tree: &'t BTree,
     pages: usize,
     entries: usize,
 }
@@ -123,7 +123,7 @@ impl Walk<'_> {
     }
 }
 
-pub(crate) fn check(tree: &Tree, root: PageId) -> Result<(), String> {
+pub(crate) fn check(tree: &BTree, root: PageId) -> Result<(), String> {
     let mut walk = Walk {
         tree,
         pages: 0,

@@ -7,17 +7,17 @@
 //! from the front and from the back are checked against each other's last key, so the two
 //! ends never cross.
 
+use crate::btree::{BTree, Target};
 use crate::latch::Restart;
-use crate::tree::{Target, Tree};
 use std::collections::VecDeque;
 use std::ops::Bound;
 
 type Entry = (Vec<u8>, Vec<u8>);
 
-/// Iterator returned by [`Tree::range`] and [`Tree::iter`]; yields `(key, value)` copies in
+/// Iterator returned by [`Tree::range`](crate::Tree::range) and [`Tree::iter`](crate::Tree::iter); yields `(key, value)` copies in
 /// key order from either end.
 pub struct Range<'t> {
-    tree: &'t Tree,
+    tree: &'t BTree,
     /// Keys returned from the front are above this bound.
     front: Bound<Vec<u8>>,
     /// Keys returned from the back are below this bound.
@@ -57,7 +57,7 @@ fn below(bound: &Bound<Vec<u8>>, key: &[u8]) -> bool {
 }
 
 impl<'t> Range<'t> {
-    pub(crate) fn new(tree: &'t Tree, front: Bound<Vec<u8>>, back: Bound<Vec<u8>>) -> Self {
+    pub(crate) fn new(tree: &'t BTree, front: Bound<Vec<u8>>, back: Bound<Vec<u8>>) -> Self {
         let empty = match (&front, &back) {
             (Bound::Included(a), Bound::Included(b)) => a > b,
             (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
@@ -79,7 +79,7 @@ impl<'t> Range<'t> {
     /// Copies the entries at or after `cursor` from the leaf holding it; returns them and
     /// the leaf's upper fence (`None`: it was the last leaf).
     fn optimistic_refill_front(
-        tree: &Tree,
+        tree: &BTree,
         cursor: &Bound<Vec<u8>>,
     ) -> Result<(Vec<Entry>, Option<Vec<u8>>), Restart> {
         // Keys strictly above `k` are the keys at or above `k ++ [0]`.
@@ -106,11 +106,11 @@ impl<'t> Range<'t> {
     /// Copies the entries at or before `cursor` from the leaf holding it (descending
     /// order); returns them and the leaf's lower fence (`None`: it was the first leaf).
     fn optimistic_refill_back(
-        tree: &Tree,
+        tree: &BTree,
         cursor: &Bound<Vec<u8>>,
     ) -> Result<(Vec<Entry>, Option<Vec<u8>>), Restart> {
         let target = match cursor {
-            Bound::Unbounded => Target::Rightmost,
+            Bound::Unbounded => Target::Rightmost(0),
             Bound::Included(k) | Bound::Excluded(k) => Target::Key(k, 0),
         };
         let (leaf, _) = tree.optimistic_descend(target)?;

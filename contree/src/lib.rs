@@ -22,11 +22,14 @@
 //! codecs. See `docs/design.md` in the repository for the design and its measurements.
 //!
 //! Module map (bottom up): [`latch`] (hybrid latch), `page` (page allocator and
-//! memory budget), `node` (slotted page layout), `tree` (operations), `iter` (range
-//! iterator), `striped` (per-thread counters), [`codec`] and `typed_map` (typed layer).
+//! memory budget), `node` (slotted page layout), `btree` (descent, point operations, splits
+//! and merges), `contention` (Contention Split), `xmerge` (XMerge) and `space_manager` (its
+//! background thread), `tree` (the public [`Tree`]), `iter` (range iterator), `striped`
+//! (per-thread counters), [`codec`] and `typed_map` (typed layer).
 
 #![warn(missing_docs)]
 
+mod btree;
 pub mod codec;
 mod config;
 mod contention;
@@ -36,11 +39,13 @@ mod iter;
 pub mod latch;
 mod node;
 mod page;
+mod space_manager;
 mod stats;
 mod striped;
 mod sync;
 mod tree;
 mod typed_map;
+mod xmerge;
 
 pub use codec::{KeyCodec, KeyEncode, ValueCodec};
 pub use config::Config;

@@ -937,13 +937,13 @@ impl Node {
 }
 
 /// A page-sized buffer for rebuilding a node out of place.
-struct Scratch {
+pub(crate) struct Scratch {
     buf: Vec<u64>,
     size: usize,
 }
 
 impl Scratch {
-    fn new(size: usize) -> Scratch {
+    pub(crate) fn new(size: usize) -> Scratch {
         Scratch {
             buf: vec![0u64; size / 8],
             size,
@@ -956,12 +956,18 @@ impl Scratch {
         unsafe { Node::from_raw(self.buf.as_mut_ptr() as *mut u8, self.size) }
     }
 
-    fn builder(&mut self, level: u16, lower: Fence, upper: Fence, prefix: &[u8]) -> Builder {
+    pub(crate) fn builder(
+        &mut self,
+        level: u16,
+        lower: Fence,
+        upper: Fence,
+        prefix: &[u8],
+    ) -> Builder {
         Builder::new(self.node(), level, lower, upper, prefix)
     }
 
     /// Copies everything but the latch word into `dst`.
-    fn copy_into(&mut self, dst: &mut Node) {
+    pub(crate) fn copy_into(&mut self, dst: &mut Node) {
         let src = self.node();
         let bytes = src.bytes(8, self.size - 8).expect("in bounds");
         dst.bytes_mut(8, self.size - 8).copy_from_slice(bytes);
@@ -969,7 +975,7 @@ impl Scratch {
 }
 
 /// Writes entries in order into a freshly initialised node.
-struct Builder {
+pub(crate) struct Builder {
     node: Node,
     key: Vec<u8>,
     /// Header fields kept here while entries are appended, written by `finish`.
@@ -1024,13 +1030,15 @@ impl Builder {
         self.write_slot(src.slot_head(i), off);
     }
 
-    fn push(&mut self, key: &[u8], value: &[u8]) {
+    /// Appends `key`/`value`; `key` must start with the node prefix.
+    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
         let plen = self.node.prefix_len();
         assert!(key.len() >= plen, "rebuilt key lacks the node prefix");
         self.append(&key[plen..], value);
     }
 
-    fn copy_range(&mut self, src: &Node, range: std::ops::Range<usize>) {
+    /// Appends entries `range` of `src`, re-encoded under this node's prefix.
+    pub(crate) fn copy_range(&mut self, src: &Node, range: std::ops::Range<usize>) {
         let src_plen = src.prefix_len();
         let dst_plen = self.node.prefix_len();
         let mut key = std::mem::take(&mut self.key);
@@ -1053,7 +1061,8 @@ impl Builder {
         self.key = key;
     }
 
-    fn finish(mut self, upper_child: PageId) {
+    /// Writes the header fields; `upper_child` is ignored by leaves (pass 0).
+    pub(crate) fn finish(mut self, upper_child: PageId) {
         self.node.set_count(self.count);
         self.node.write_u32(OFF_HEAP_TOP, self.heap_top as u32);
         self.node.write_u32(OFF_HEAP_LIVE, self.heap_live as u32);

@@ -39,4 +39,11 @@ pub struct Stats {
     /// Exclusive leaf-latch acquisitions whose previous holder was another thread, a proxy
     /// for cache-line transfers (0 unless the `latch-stats` cargo feature is on).
     pub latch_handoffs: u64,
+    /// Groups of siblings XMerge examined (from the space manager, `compact` and the
+    /// memory budget).
+    pub xmerge_attempts: u64,
+    /// Groups XMerge packed into fewer nodes.
+    pub xmerges: u64,
+    /// Pages XMerge freed.
+    pub pages_freed: u64,
 }
