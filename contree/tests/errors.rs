@@ -240,6 +240,48 @@ fn invalid_configs() {
             },
             "merge_threshold",
         ),
+        (
+            Config {
+                xmerge_group: 1,
+                ..Config::default()
+            },
+            "xmerge_group",
+        ),
+        (
+            Config {
+                xmerge_group: 17,
+                ..Config::default()
+            },
+            "xmerge_group",
+        ),
+        (
+            Config {
+                fill_target: 1.5,
+                ..Config::default()
+            },
+            "fill_target",
+        ),
+        (
+            Config {
+                fill_target: f64::NAN,
+                ..Config::default()
+            },
+            "fill_target",
+        ),
+        (
+            Config {
+                space_manager_share: 0.0,
+                ..Config::default()
+            },
+            "space_manager_share",
+        ),
+        (
+            Config {
+                space_manager_share: 1.01,
+                ..Config::default()
+            },
+            "space_manager_share",
+        ),
     ];
     for (config, field) in cases {
         let err = match Tree::with_config(config.clone()) {

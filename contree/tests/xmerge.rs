@@ -1,0 +1,259 @@
+//! XMerge through the public API: a concurrent stress run beside an aggressive space
+//! manager, the memory budget (XMerge frees pages before `OutOfSpace` is returned), sorted
+//! string keys, and the space manager's lifecycle.
+//!
+//! Run: `cargo test -p contree --release --test xmerge`.
+
+use contree::{Config, Error, Tree};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+fn assert_matches(tree: &Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    tree.check_invariants().unwrap();
+    let got: Vec<_> = tree.iter().collect();
+    let want: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "contents differ from the oracle");
+    assert_eq!(tree.len(), oracle.len());
+}
+
+/// A space manager that never sleeps and never reaches its target runs beside inserts,
+/// removes, in-place updates of shared counters (which Contention Split splits apart) and
+/// scans; afterwards the tree equals the oracle and no counter update was lost.
+#[test]
+fn stress_beside_an_aggressive_space_manager() {
+    let tree = Tree::with_config(Config {
+        fill_target: 1.0,
+        space_manager_share: 1.0,
+        contention_sample_shift: 0,
+        contention_period_shift: 4,
+        contention_threshold: 0.05,
+        ..Config::default()
+    })
+    .unwrap();
+    const WRITERS: u64 = 4;
+    const OPS: usize = 200_000;
+    const COUNTERS: u64 = 8;
+    let counter_key = |c: u64| format!("counter{c}").into_bytes();
+    for c in 0..COUNTERS {
+        tree.insert(&counter_key(c), &0u64.to_le_bytes()).unwrap();
+    }
+    let done = AtomicBool::new(false);
+    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
+        let scanner = s.spawn(|| {
+            let mut scans = 0;
+            while !done.load(Ordering::Relaxed) {
+                let mut prev: Option<Vec<u8>> = None;
+                for (k, _) in tree.iter() {
+                    if let Some(p) = &prev {
+                        assert!(p < &k, "scan out of order");
+                    }
+                    prev = Some(k);
+                }
+                scans += 1;
+            }
+            scans
+        });
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|t| {
+                let tree = &tree;
+                s.spawn(move || {
+                    let mut oracle = BTreeMap::new();
+                    let mut x = 0x9e37_79b9 + t;
+                    for i in 0..OPS {
+                        let r = xorshift(&mut x);
+                        // Keys of this thread: the low byte is the thread number.
+                        let k = ((r % 20_000) << 8 | t).to_be_bytes().to_vec();
+                        match r >> 60 {
+                            0..=8 => {
+                                let v = vec![t as u8; (r >> 40) as usize % 24];
+                                tree.insert(&k, &v).unwrap();
+                                oracle.insert(k.clone(), v);
+                            }
+                            9..=13 => {
+                                let want = oracle.remove(&k);
+                                assert_eq!(tree.remove(&k), want);
+                            }
+                            _ => {
+                                tree.update_with(&counter_key(r % COUNTERS), |v| {
+                                    let n = u64::from_le_bytes(v.try_into().unwrap());
+                                    v.copy_from_slice(&(n + 1).to_le_bytes());
+                                });
+                            }
+                        }
+                        if i % 10_000 == 0 {
+                            assert_eq!(tree.get(&k), oracle.get(&k).cloned());
+                        }
+                    }
+                    oracle
+                })
+            })
+            .collect();
+        let oracles = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        done.store(true, Ordering::Relaxed);
+        assert!(scanner.join().unwrap() > 0);
+        oracles
+    });
+    let stats = tree.stats();
+    eprintln!("{stats:?}");
+    assert!(stats.xmerges > 0, "{stats:?}");
+    assert!(stats.contention_splits > 0, "{stats:?}");
+    let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = oracles.into_iter().flatten().collect();
+    let mut total = 0;
+    for c in 0..COUNTERS {
+        let v = tree.get(&counter_key(c)).unwrap();
+        total += u64::from_le_bytes(v.as_slice().try_into().unwrap());
+        oracle.insert(counter_key(c), v);
+    }
+    assert_matches(&tree, &oracle);
+    // Every update was counted once: compare with a replay of the writers' draws.
+    let mut updates = 0;
+    for t in 0..WRITERS {
+        let mut x = 0x9e37_79b9 + t;
+        for _ in 0..OPS {
+            if xorshift(&mut x) >> 60 >= 14 {
+                updates += 1;
+            }
+        }
+    }
+    assert_eq!(total, updates);
+}
+
+/// Fills a tree to its budget, removes most entries (merging off, so the leaves stay thin)
+/// and inserts again: the inserts succeed because XMerge frees pages, and every insert that
+/// fails leaves the tree as it was.
+fn budget_run(space_manager: bool) {
+    let tree = Tree::with_config(Config {
+        max_memory: 48 * 4096,
+        merge_threshold: 0.0,
+        space_manager,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut oracle = BTreeMap::new();
+    let mut x = 77u64;
+    let insert = |tree: &Tree, oracle: &mut BTreeMap<Vec<u8>, Vec<u8>>, x: &mut u64| {
+        let k = xorshift(x).to_be_bytes().to_vec();
+        match tree.insert(&k, &k[..4]) {
+            Ok(_) => {
+                let v = k[..4].to_vec();
+                oracle.insert(k, v);
+                true
+            }
+            Err(Error::OutOfSpace { .. }) => {
+                assert!(tree.get(&k).is_none(), "a failed insert left its key");
+                false
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    };
+    while insert(&tree, &mut oracle, &mut x) {}
+    let full = oracle.len();
+    assert_matches(&tree, &oracle);
+    let keys: Vec<_> = oracle.keys().cloned().collect();
+    for (i, k) in keys.iter().enumerate() {
+        if i % 3 != 0 {
+            assert!(tree.remove(k).is_some());
+            oracle.remove(k);
+        }
+    }
+    let mut added = 0;
+    let mut failures = 0;
+    while failures < 50 {
+        if insert(&tree, &mut oracle, &mut x) {
+            added += 1;
+        } else {
+            failures += 1;
+            assert_matches(&tree, &oracle);
+        }
+    }
+    let stats = tree.stats();
+    assert!(stats.xmerges > 0, "{stats:?}");
+    // The removed two thirds came back (nearly all of them): the pages were reclaimed.
+    assert!(added * 10 >= (full - full / 3) * 8, "{added} of {full}");
+    assert_matches(&tree, &oracle);
+}
+
+#[test]
+fn at_the_budget_xmerge_frees_pages_before_out_of_space() {
+    budget_run(false);
+}
+
+#[test]
+fn at_the_budget_with_the_space_manager_running() {
+    budget_run(true);
+}
+
+/// Sorted inserts of variable-length strings (paths) leave the leaves about half full
+/// before compaction and over 90% full after.
+#[test]
+fn sorted_strings_compact_to_over_90_percent() {
+    let tree = Tree::with_config(Config {
+        space_manager: false,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut oracle = BTreeMap::new();
+    let mut x = 5u64;
+    let mut keys: Vec<Vec<u8>> = (0..30_000)
+        .map(|i| {
+            let depth = 1 + xorshift(&mut x) % 4;
+            let mut p = String::from("/srv");
+            for d in 0..depth {
+                p.push_str(&format!("/dir{}", (i >> (3 * d)) % 37));
+            }
+            p.push_str(&format!("/file{i}.txt"));
+            p.into_bytes()
+        })
+        .collect();
+    keys.sort();
+    for k in keys {
+        tree.insert(&k, b"12345678").unwrap();
+        oracle.insert(k, b"12345678".to_vec());
+    }
+    eprintln!("before compact: {:?}", tree.stats());
+    tree.compact();
+    let stats = tree.stats();
+    eprintln!("after compact: {stats:?}");
+    assert!(stats.fill_factor >= 0.9, "{stats:?}");
+    assert_matches(&tree, &oracle);
+}
+
+/// The manager raises the fill factor on its own and stops when the tree is dropped.
+#[test]
+fn the_space_manager_works_alone_and_stops_on_drop() {
+    let tree = Tree::with_config(Config {
+        space_manager_share: 0.5,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut x = 3u64;
+    for _ in 0..30_000 {
+        let k = xorshift(&mut x).to_be_bytes();
+        tree.insert(&k, &k).unwrap();
+    }
+    let before = tree.stats().fill_factor;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tree.stats().fill_factor < 0.88 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let after = tree.stats();
+    assert!(after.fill_factor >= 0.88, "{before} -> {after:?}");
+    tree.check_invariants().unwrap();
+    let start = Instant::now();
+    for _ in 0..20 {
+        let t = Tree::new();
+        t.insert(b"k", b"v").unwrap();
+        drop(t);
+    }
+    drop(tree);
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
