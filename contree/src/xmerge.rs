@@ -353,11 +353,17 @@ impl BTree {
     /// XMerge on the children of `parent` starting at child `start` and growing towards
     /// `grow`. Returns what it freed, `None` if the group could not free a page or a latch
     /// was not free at once.
+    ///
+    /// With `shift`, a group that cannot free a page is still packed to the right (the
+    /// leftmost member keeps all its free space, and `Merged::freed` is 0), so that the next
+    /// group of a sweep, which ends at that member, starts with the free space collected so
+    /// far.
     pub(crate) fn optimistic_xmerge(
         &self,
         parent: Visit<'_>,
         start: usize,
         grow: Grow,
+        shift: bool,
     ) -> Result<Option<Merged>, Restart> {
         self.xmerge_attempts.fetch_add(1, Ordering::Relaxed);
         let pnode = parent.node;
@@ -415,6 +421,26 @@ impl BTree {
                 }
                 found = Some((lo, chunks));
                 break;
+            }
+        }
+        if found.is_none() && shift && members.len() >= 2 {
+            let lo = match grow {
+                Grow::Right => start,
+                Grow::Left => start + 1 - members.len(),
+            };
+            let nodes: Vec<Node> = members.iter().map(|m| m.node).collect();
+            let run = Run::optimistic_new(pnode, lo, &nodes)?;
+            let lower = members[0].node.lower_fence()?;
+            let upper = members[members.len() - 1].node.upper_fence()?;
+            if let Some(chunks) = run.optimistic_plan(page, lower, upper, members.len())? {
+                // Worth it only if the leftmost member gains free space.
+                let (start0, end0) = chunks[0];
+                let leftmost_before = nodes[0].count();
+                if end0 - start0 < leftmost_before
+                    && run.optimistic_parent_fits(&chunks, lo, page)?
+                {
+                    found = Some((lo, chunks));
+                }
             }
         }
         let Some((lo, chunks)) = found else {
@@ -542,7 +568,9 @@ impl BTree {
         for freed in &latched[..x - m] {
             self.pages.free(freed.0);
         }
-        self.xmerges.fetch_add(1, Ordering::Relaxed);
+        if x > m {
+            self.xmerges.fetch_add(1, Ordering::Relaxed);
+        }
         self.pages_freed
             .fetch_add((x - m) as u64, Ordering::Relaxed);
         x - m
@@ -626,7 +654,7 @@ impl BTree {
             }
             let start = rng.below(count);
             parent.guard.validate()?;
-            self.optimistic_xmerge(parent, start, Grow::Right)
+            self.optimistic_xmerge(parent, start, Grow::Right, false)
         };
         match attempt() {
             Ok(Some(m)) => m.freed,
@@ -692,7 +720,7 @@ impl BTree {
                 if end == 0 {
                     break;
                 }
-                match self.optimistic_xmerge(parent, end, Grow::Left) {
+                match self.optimistic_xmerge(parent, end, Grow::Left, true) {
                     Ok(Some(m)) => {
                         freed += m.freed;
                         end = m.lo;
@@ -840,7 +868,7 @@ mod tests {
         let leaf = t.leaf_page_of(&100u64.to_be_bytes());
         let parent = leaf_parent(&t, &100u64.to_be_bytes());
         let version = t.page(parent.pid).unwrap().1.version();
-        let out = t.optimistic_xmerge(parent, 0, Grow::Right).unwrap();
+        let out = t.optimistic_xmerge(parent, 0, Grow::Right, false).unwrap();
         assert!(out.is_none());
         // No latch was taken exclusively: the parent's version did not move.
         assert_eq!(

@@ -39,7 +39,22 @@ pub const VARIANTS: &[Variant] = &[
         "contree with Contention Split off (contention_split = false)",
         build_nocs,
     ),
+    (
+        "contree-nosm",
+        "contree with the XMerge space manager thread off (space_manager = false)",
+        build_nosm,
+    ),
 ];
+
+fn build_nosm(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(
+        Config {
+            space_manager: false,
+            ..Config::default()
+        },
+        shape,
+    )
+}
 
 fn build_default(shape: &Shape) -> Result<Box<dyn Index>, String> {
     build_with(Config::default(), shape)
