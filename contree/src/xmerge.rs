@@ -423,7 +423,8 @@ impl BTree {
                 break;
             }
         }
-        if found.is_none() && shift && members.len() >= 2 {
+        // Carrying free space on pays only when there is enough of it to free a page soon.
+        if found.is_none() && shift && members.len() >= 2 && free >= page / 2 {
             let lo = match grow {
                 Grow::Right => start,
                 Grow::Left => start + 1 - members.len(),
