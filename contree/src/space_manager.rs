@@ -3,7 +3,7 @@
 //!
 //! **Rounds.** Each round estimates the fill factor from 32 random leaves (weighted by the
 //! inverse of the chance of picking each, so the estimate is unbiased) and, if it is below
-//! the target, runs XMerge on 8 random groups (`BTree::xmerge_random`).
+//! the target, runs XMerge on 8 random groups (`BTree::optimistic_xmerge_random`).
 //!
 //! **Pacing.** After a round that freed pages, the thread sleeps for as long as the round took
 //! times `(1 - share) / share`, with `share` =
@@ -71,7 +71,11 @@ fn round(btree: &BTree, rng: &mut Rng, target: f64) -> Option<usize> {
     if fill >= target {
         return None;
     }
-    Some((0..ATTEMPTS).map(|_| btree.xmerge_random(rng)).sum())
+    Some(
+        (0..ATTEMPTS)
+            .map(|_| btree.optimistic_xmerge_random(rng))
+            .sum(),
+    )
 }
 
 fn run(btree: &BTree, stop: &AtomicBool) {

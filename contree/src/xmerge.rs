@@ -635,8 +635,8 @@ impl BTree {
     /// XMerge on a random group, as the space manager runs it: a random parent of leaves
     /// (one pick in 16 goes to a higher level instead), a random first child, growing to the
     /// right. Returns the pages freed.
-    pub(crate) fn xmerge_random(&self, rng: &mut Rng) -> usize {
-        let root_level = self.root_level();
+    pub(crate) fn optimistic_xmerge_random(&self, rng: &mut Rng) -> usize {
+        let root_level = self.optimistic_root_level();
         if root_level == 0 {
             return 0;
         }
@@ -664,7 +664,7 @@ impl BTree {
     }
 
     /// The level of the root (0 when it is a leaf).
-    pub(crate) fn root_level(&self) -> u16 {
+    pub(crate) fn optimistic_root_level(&self) -> u16 {
         self.retry(|| {
             let meta = self.meta.optimistic();
             let (root, latch) = self.page(self.root.load(Ordering::Acquire))?;
@@ -681,7 +681,7 @@ impl BTree {
     pub(crate) fn compact_up_to(&self, want: usize) -> usize {
         let mut freed = 0;
         let mut parent_level = 1;
-        while freed < want && parent_level <= self.root_level() {
+        while freed < want && parent_level <= self.optimistic_root_level() {
             freed += self.sweep(parent_level, want - freed);
             parent_level += 1;
         }
@@ -713,11 +713,11 @@ impl BTree {
                     Some(k) => Target::Key(k, parent_level),
                     None => Target::Rightmost(parent_level),
                 };
-                let Some((parent, fence)) = self.optimistic_parent_for_sweep(target) else {
+                let Some((parent, fence, count)) = self.optimistic_parent_for_sweep(target) else {
                     return freed;
                 };
                 lower = fence;
-                end = end.min(parent.node.count());
+                end = end.min(count);
                 if end == 0 {
                     break;
                 }
@@ -739,21 +739,26 @@ impl BTree {
         }
     }
 
-    /// The node at `target` and a copy of its lower fence, both validated; `None` when the
-    /// tree became too short or stays busy.
-    fn optimistic_parent_for_sweep(&self, target: Target) -> Option<(Visit<'_>, Option<Vec<u8>>)> {
+    /// The node at `target`, a copy of its lower fence and its key count, all validated;
+    /// `None` when the tree became too short or stays busy.
+    #[allow(clippy::type_complexity)]
+    fn optimistic_parent_for_sweep(
+        &self,
+        target: Target,
+    ) -> Option<(Visit<'_>, Option<Vec<u8>>, usize)> {
         let level = match target {
             Target::Key(_, l) | Target::Rightmost(l) => l,
         };
         for _ in 0..64 {
-            if self.root_level() < level {
+            if self.optimistic_root_level() < level {
                 return None;
             }
-            let attempt = || -> Result<(Visit<'_>, Option<Vec<u8>>), Restart> {
+            let attempt = || -> Result<(Visit<'_>, Option<Vec<u8>>, usize), Restart> {
                 let (here, _) = self.optimistic_descend(target)?;
                 let lower = here.node.lower_fence()?.map(<[u8]>::to_vec);
+                let count = here.node.count();
                 here.guard.validate()?;
-                Ok((here, lower))
+                Ok((here, lower, count))
             };
             if let Ok(found) = attempt() {
                 return Some(found);
@@ -771,7 +776,7 @@ impl BTree {
         let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let mut freed = 0;
         for _ in 0..16 {
-            freed += self.xmerge_random(&mut rng);
+            freed += self.optimistic_xmerge_random(&mut rng);
             if freed >= want {
                 return freed;
             }
@@ -999,7 +1004,9 @@ mod tests {
         let before = t.stats().fill_factor;
         let estimate = t.optimistic_sample_fill(&mut rng, 256).unwrap();
         assert!((estimate - before).abs() < 0.05, "{estimate} vs {before}");
-        let freed: usize = (0..2_000).map(|_| t.xmerge_random(&mut rng)).sum();
+        let freed: usize = (0..2_000)
+            .map(|_| t.optimistic_xmerge_random(&mut rng))
+            .sum();
         let after = t.stats();
         assert!(freed > 0);
         assert!(after.fill_factor > before + 0.1, "{before} -> {after:?}");
