@@ -3,35 +3,14 @@
 //! allocator. Run: `cargo run --release -p contree --example single_thread -- [N] [REPEAT]`.
 //! With `only=contree` as third argument it runs contree alone (for callgrind).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts the sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(p, l) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 fn keys(n: usize) -> Vec<u64> {
     let mut x = 0x9E3779B97F4A7C15u64;
@@ -54,7 +33,7 @@ struct Row {
 
 fn run(name: &str, ks: &[u64]) -> (f64, f64, f64) {
     let n = ks.len() as f64;
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = counting_alloc::live();
     macro_rules! measure {
         ($make:expr, $ins:expr, $get:expr) => {{
             let m = $make;
@@ -72,7 +51,7 @@ fn run(name: &str, ks: &[u64]) -> (f64, f64, f64) {
                     stats.bytes_allocated as f64 / n
                 );
             }
-            let bytes = (LIVE.load(Ordering::Relaxed) - before) as f64 / n;
+            let bytes = (counting_alloc::live() - before) as f64 / n;
             let t = Instant::now();
             let mut hits = 0u64;
             for &k in ks {

@@ -14,34 +14,13 @@
 //! counting allocator (which does not: freed pages stay with the tree for reuse).
 
 use contree::{Config, Tree};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts the sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(p, l) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 fn xorshift(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -62,7 +41,7 @@ fn path(x: &mut u64, i: usize) -> Vec<u8> {
 
 fn report(what: &str, tree: &Tree, heap_before: isize) {
     let s = tree.stats();
-    let heap = (LIVE.load(Ordering::Relaxed) - heap_before) as f64 / s.len as f64;
+    let heap = (counting_alloc::live() - heap_before) as f64 / s.len as f64;
     println!(
         "{what}: fill_factor {:.3}  tree bytes/entry {:.2}  heap bytes/entry {:.2}  pages {}  height {}  xmerges {}  pages_freed {}  splits {}",
         s.fill_factor,
@@ -96,7 +75,7 @@ fn main() {
         }
         other => panic!("unknown key kind {other}"),
     };
-    let heap_before = LIVE.load(Ordering::Relaxed);
+    let heap_before = counting_alloc::live();
     let tree = Tree::with_config(Config {
         space_manager: manager,
         ..Config::default()

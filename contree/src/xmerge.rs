@@ -238,6 +238,52 @@ impl<'a> Run<'a> {
         Ok(Some(chunks))
     }
 
+    /// The prefix of the parent with the group's `x - 1` inner separators replaced by the
+    /// plan's: the common prefix of its new first and last key.
+    fn optimistic_parent_prefix(
+        &self,
+        chunks: &[(usize, usize)],
+        lo: usize,
+    ) -> Result<Vec<u8>, Restart> {
+        let parent = self.parent;
+        let count = parent.count();
+        let hi = lo + self.nodes.len() - 1;
+        let first_sep = chunks.first().filter(|_| chunks.len() > 1);
+        let last_sep = chunks.len().checked_sub(2).map(|i| chunks[i]);
+        let (mut first, mut last) = (Vec::new(), Vec::new());
+        let have_first = if lo > 0 {
+            parent.push_key(0, &mut first)?;
+            true
+        } else if let Some(&(_, end)) = first_sep {
+            self.key(self.separator(end), &mut first)?;
+            true
+        } else if hi < count {
+            parent.push_key(hi, &mut first)?;
+            true
+        } else {
+            false
+        };
+        let have_last = if hi < count {
+            parent.push_key(count - 1, &mut last)?;
+            true
+        } else if let Some((_, end)) = last_sep {
+            self.key(self.separator(end), &mut last)?;
+            true
+        } else if lo > 0 {
+            parent.push_key(lo - 1, &mut last)?;
+            true
+        } else {
+            false
+        };
+        Ok(node_prefix(
+            parent.lower_fence()?,
+            parent.upper_fence()?,
+            have_first.then_some(&first[..]),
+            have_last.then_some(&last[..]),
+        )
+        .to_vec())
+    }
+
     /// Whether the parent, with the group's `x - 1` inner separators replaced by the plan's,
     /// fits in a page. Reads optimistically.
     fn optimistic_parent_fits(
@@ -253,40 +299,9 @@ impl<'a> Run<'a> {
             .iter()
             .map(|&(_, end)| self.separator(end))
             .collect();
-        let (mut first, mut last) = (Vec::new(), Vec::new());
-        let have_first = if lo > 0 {
-            parent.push_key(0, &mut first)?;
-            true
-        } else if let Some(&s) = seps.first() {
-            self.key(s, &mut first)?;
-            true
-        } else if hi < count {
-            parent.push_key(hi, &mut first)?;
-            true
-        } else {
-            false
-        };
-        let have_last = if hi < count {
-            parent.push_key(count - 1, &mut last)?;
-            true
-        } else if let Some(&s) = seps.last() {
-            self.key(s, &mut last)?;
-            true
-        } else if lo > 0 {
-            parent.push_key(lo - 1, &mut last)?;
-            true
-        } else {
-            false
-        };
         let lower = parent.lower_fence()?;
         let upper = parent.upper_fence()?;
-        let plen = node_prefix(
-            lower,
-            upper,
-            have_first.then_some(&first[..]),
-            have_last.then_some(&last[..]),
-        )
-        .len();
+        let plen = self.optimistic_parent_prefix(chunks, lo)?.len();
         let old_plen = parent.prefix_len();
         let mut entries = 0;
         for i in (0..lo).chain(hi..count) {
@@ -347,6 +362,27 @@ impl<'a> Run<'a> {
         }
         b.finish(upper_child);
     }
+}
+
+/// The plan that packs `members` (children `lo..` of `parent`) into at most `max_nodes`
+/// nodes, and whether the parent can take its separators; `None` if more nodes are needed.
+#[allow(clippy::type_complexity)]
+fn optimistic_group_plan(
+    parent: Node,
+    lo: usize,
+    members: &[Member],
+    max_nodes: usize,
+) -> Result<Option<(Vec<(usize, usize)>, bool)>, Restart> {
+    let page = parent.page_size();
+    let nodes: Vec<Node> = members.iter().map(|m| m.node).collect();
+    let run = Run::optimistic_new(parent, lo, &nodes)?;
+    let lower = nodes[0].lower_fence()?;
+    let upper = nodes[nodes.len() - 1].upper_fence()?;
+    let Some(chunks) = run.optimistic_plan(page, lower, upper, max_nodes)? else {
+        return Ok(None);
+    };
+    let parent_fits = run.optimistic_parent_fits(&chunks, lo, page)?;
+    Ok(Some((chunks, parent_fits)))
 }
 
 impl BTree {
@@ -411,12 +447,10 @@ impl BTree {
                 continue;
             }
             let lo = if grow == Grow::Right { start } else { pos };
-            let nodes: Vec<Node> = members.iter().map(|m| m.node).collect();
-            let run = Run::optimistic_new(pnode, lo, &nodes)?;
-            let lower = members[0].node.lower_fence()?;
-            let upper = members[members.len() - 1].node.upper_fence()?;
-            if let Some(chunks) = run.optimistic_plan(page, lower, upper, members.len() - 1)? {
-                if !run.optimistic_parent_fits(&chunks, lo, page)? {
+            if let Some((chunks, parent_fits)) =
+                optimistic_group_plan(pnode, lo, &members, members.len() - 1)?
+            {
+                if !parent_fits {
                     return Ok(None);
                 }
                 found = Some((lo, chunks));
@@ -429,17 +463,12 @@ impl BTree {
                 Grow::Right => start,
                 Grow::Left => start + 1 - members.len(),
             };
-            let nodes: Vec<Node> = members.iter().map(|m| m.node).collect();
-            let run = Run::optimistic_new(pnode, lo, &nodes)?;
-            let lower = members[0].node.lower_fence()?;
-            let upper = members[members.len() - 1].node.upper_fence()?;
-            if let Some(chunks) = run.optimistic_plan(page, lower, upper, members.len())? {
+            if let Some((chunks, parent_fits)) =
+                optimistic_group_plan(pnode, lo, &members, members.len())?
+            {
                 // Worth it only if the leftmost member gains free space.
                 let (start0, end0) = chunks[0];
-                let leftmost_before = nodes[0].count();
-                if end0 - start0 < leftmost_before
-                    && run.optimistic_parent_fits(&chunks, lo, page)?
-                {
+                if parent_fits && end0 - start0 < members[0].node.count() {
                     found = Some((lo, chunks));
                 }
             }
@@ -522,29 +551,9 @@ impl BTree {
         // The parent: its slots lo..hi (the group's inner separators) become the new ones.
         let hi = lo + x - 1;
         let count = pnode.count();
-        let first = if lo > 0 {
-            Some(pnode.key(0).expect("latched"))
-        } else {
-            seps.first()
-                .cloned()
-                .or_else(|| (hi < count).then(|| pnode.key(hi).expect("latched")))
-        };
-        let last = if hi < count {
-            Some(pnode.key(count - 1).expect("latched"))
-        } else {
-            seps.last()
-                .cloned()
-                .or_else(|| (lo > 0).then(|| pnode.key(lo - 1).expect("latched")))
-        };
         let plower = pnode.lower_fence().expect("latched").map(<[u8]>::to_vec);
         let pupper = pnode.upper_fence().expect("latched").map(<[u8]>::to_vec);
-        let pprefix = node_prefix(
-            plower.as_deref(),
-            pupper.as_deref(),
-            first.as_deref(),
-            last.as_deref(),
-        )
-        .to_vec();
+        let pprefix = run.optimistic_parent_prefix(chunks, lo).expect("latched");
         let mut pscratch = Scratch::new(page);
         {
             let mut b = pscratch.builder(
