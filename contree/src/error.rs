@@ -8,7 +8,11 @@
 use std::fmt;
 
 /// What went wrong, with enough detail to say what and why.
+///
+/// The enum is `#[non_exhaustive]`: later versions add variants, so a `match` needs a
+/// wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// The key is longer than [`Config::max_key_len`](crate::Config::max_key_len) allows.
     KeyTooLarge {

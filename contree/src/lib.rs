@@ -21,39 +21,46 @@
 //! The typed layer [`TreeMap`] stores integers, strings and tuples through order-preserving
 //! codecs. See `docs/design.md` in the repository for the design and its measurements.
 //!
-//! Module map (bottom up): [`latch`] (hybrid latch), `page` (page allocator and
-//! memory budget), `node` (slotted page layout), `btree` (descent, point operations, splits
-//! and merges), `contention` (Contention Split), `xmerge` (XMerge) and `space_manager` (its
-//! background thread), `tree` (the public [`Tree`]), `iter` (range iterator), `striped`
-//! (per-thread counters), [`codec`] and `typed_map` (typed layer).
+//! Module map, bottom up (each module's doc says what it owns, its invariants and how
+//! threads share it):
+//! * `sync`: the hybrid latch ([`latch`]), parking, striped counters;
+//! * `page`: the page pool (shareable by several trees) and id → address translation;
+//! * `node`: the slotted page, its read view (safe under races) and its write view (needs
+//!   a write capability), search, edits, split and merge, the builder, the size rule;
+//! * `engine`: the tree's shared state and the one descent;
+//! * `policy`: the leaf policies behind one seam (Contention Split);
+//! * `smo`: splits, merges, XMerge, and the one place inner nodes change;
+//! * `ops`: the point operations and ranges of [`Tree`];
+//! * `space`: the space manager, sweeps, reclaim and `compact`;
+//! * `typed`: codecs and [`TreeMap`];
+//! * `tree`, `stats`, `check`, `config`, `error`: the public surface.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
-mod btree;
-pub mod codec;
+mod check;
 mod config;
-mod contention;
+mod engine;
 mod error;
-mod invariants;
-mod iter;
-pub mod latch;
 mod node;
+mod ops;
 mod page;
-mod space_manager;
+mod policy;
+mod smo;
+mod space;
 mod stats;
-mod striped;
 mod sync;
 mod tree;
-mod typed_map;
-mod xmerge;
+mod typed;
 
-pub use codec::{KeyCodec, KeyEncode, ValueCodec};
 pub use config::Config;
 pub use error::Error;
-pub use iter::Range;
+pub use ops::{Range, GET_WITH_INLINE};
 pub use stats::Stats;
-pub use tree::{Tree, GET_WITH_INLINE};
-pub use typed_map::{TreeMap, TypedRange};
+pub use sync::latch;
+pub use tree::Tree;
+pub use typed::codec;
+pub use typed::{codec::KeyCodec, codec::KeyEncode, codec::ValueCodec, TreeMap, TypedRange};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -1,4 +1,9 @@
-//! A snapshot of the tree's shape and space use.
+//! A snapshot of the tree's shape, space use and event counters, and [`Tree::stats`] that
+//! takes it.
+
+use crate::sync::Counter;
+use crate::Tree;
+use std::sync::atomic::Ordering;
 
 /// Counters and measurements returned by [`Tree::stats`](crate::Tree::stats).
 ///
@@ -46,4 +51,60 @@ pub struct Stats {
     pub xmerges: u64,
     /// Pages XMerge freed.
     pub pages_freed: u64,
+}
+
+impl Tree {
+    /// Shape, space and counters. Walks every node under its shared latch: O(pages).
+    pub fn stats(&self) -> Stats {
+        let core = &*self.core;
+        let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = Stats {
+            bytes_allocated: core.bytes_in_use(),
+            len: core.len(),
+            splits: core.events.splits.load(Ordering::Relaxed),
+            merges: core.events.merges.load(Ordering::Relaxed),
+            restarts: core.counters.sum(Counter::Restarts).max(0) as u64,
+            contention_splits: core.events.contention_splits.load(Ordering::Relaxed),
+            contention_split_attempts: core
+                .events
+                .contention_split_attempts
+                .load(Ordering::Relaxed),
+            latch_slow_paths: core.counters.sum(Counter::LatchSlowPaths).max(0) as u64,
+            latch_handoffs: core.counters.sum(Counter::LatchHandoffs).max(0) as u64,
+            xmerge_attempts: core.events.xmerge_attempts.load(Ordering::Relaxed),
+            xmerges: core.events.xmerges.load(Ordering::Relaxed),
+            pages_freed: core.events.pages_freed.load(Ordering::Relaxed),
+            ..Stats::default()
+        };
+        let mut used = 0usize;
+        let root = core.root_id();
+        let mut stack = vec![(root, u16::MAX)];
+        while let Some((pid, expect_level)) = stack.pop() {
+            let Ok((node, latch)) = core.page(pid) else {
+                continue;
+            };
+            let _s = latch.shared();
+            let level = node.level();
+            if expect_level != u16::MAX && level != expect_level {
+                continue; // freed and reused under our feet
+            }
+            s.height = s.height.max(level as usize + 1);
+            used += node.used_space();
+            if level == 0 {
+                s.leaf_pages += 1;
+            } else {
+                s.inner_pages += 1;
+                for i in 0..=node.count() {
+                    if let Ok(c) = node.child(i) {
+                        stack.push((c, level - 1));
+                    }
+                }
+            }
+        }
+        let pages = s.leaf_pages + s.inner_pages;
+        if pages > 0 {
+            s.fill_factor = used as f64 / (pages * core.config().page_size) as f64;
+        }
+        s
+    }
 }

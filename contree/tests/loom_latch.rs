@@ -1,4 +1,4 @@
-//! Loom model of the hybrid latch protocol (`contree/src/latch.rs`).
+//! Loom model of the hybrid latch protocol (`contree/src/sync/latch.rs`).
 //!
 //! The very same `latch.rs` the library uses is compiled into this test crate against a
 //! loom-backed `mod sync` (loom atomics and fences; by default spinning and parking become
@@ -20,10 +20,10 @@
 //! whole file finishes in seconds. Run: `cargo test -p contree --test loom_latch`.
 
 #[allow(dead_code, unused_imports)]
-#[path = "../src/latch.rs"]
+#[path = "../src/sync/latch.rs"]
 mod latch;
 
-/// The loom stand-in for `contree/src/sync.rs`: the same names, backed by loom.
+/// The loom stand-in for `contree/src/sync/` (`mod.rs` and `parking.rs`): the same names, backed by loom.
 #[allow(dead_code)]
 mod sync {
     pub(crate) use loom::sync::atomic::{fence, Ordering};

@@ -3,7 +3,7 @@
 //!
 //! **Rounds.** Each round estimates the fill factor from 32 random leaves (weighted by the
 //! inverse of the chance of picking each, so the estimate is unbiased) and, if it is below
-//! the target, runs XMerge on 8 random groups (`BTree::optimistic_xmerge_random`).
+//! the target, runs XMerge on 8 random groups (`TreeCore::optimistic_xmerge_random`).
 //!
 //! **Pacing.** After a round that freed pages, the thread sleeps for as long as the round took
 //! times `(1 - share) / share`, with `share` =
@@ -17,8 +17,8 @@
 //! `space_gate` for each round, so `stats` and `check_invariants` see no change from it. It
 //! is stopped and joined when the tree is dropped.
 
-use crate::btree::BTree;
-use crate::xmerge::Rng;
+use super::Rng;
+use crate::engine::TreeCore;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -40,12 +40,12 @@ pub(crate) struct SpaceManager {
 
 impl SpaceManager {
     /// Starts the thread for `btree`.
-    pub(crate) fn start(btree: Arc<BTree>) -> SpaceManager {
+    pub(crate) fn start(core: Arc<TreeCore>) -> SpaceManager {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("contree-space".into())
-            .spawn(move || run(&btree, &flag))
+            .spawn(move || run(&core, &flag))
             .expect("spawn the space manager thread");
         SpaceManager {
             stop,
@@ -65,27 +65,27 @@ impl Drop for SpaceManager {
 }
 
 /// One round: `None` if the fill factor is at the target (or unknown), else the pages freed.
-fn round(btree: &BTree, rng: &mut Rng, target: f64) -> Option<usize> {
-    let _gate = btree.space_gate.lock().unwrap_or_else(|e| e.into_inner());
-    let fill = btree.optimistic_sample_fill(rng, SAMPLES)?;
+fn round(core: &TreeCore, rng: &mut Rng, target: f64) -> Option<usize> {
+    let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());
+    let fill = core.optimistic_sample_fill(rng, SAMPLES)?;
     if fill >= target {
         return None;
     }
     Some(
         (0..ATTEMPTS)
-            .map(|_| btree.optimistic_xmerge_random(rng))
+            .map(|_| core.optimistic_xmerge_random(rng))
             .sum(),
     )
 }
 
-fn run(btree: &BTree, stop: &AtomicBool) {
-    let share = btree.config().space_manager_share;
-    let target = btree.config().fill_target;
-    let mut rng = Rng::new((btree as *const BTree as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+fn run(core: &TreeCore, stop: &AtomicBool) {
+    let share = core.config().space_manager_share;
+    let target = core.config().fill_target;
+    let mut rng = Rng::new((core as *const TreeCore as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut idle = IDLE_MIN;
     while !stop.load(Ordering::Acquire) {
         let started = Instant::now();
-        let freed = round(btree, &mut rng, target);
+        let freed = round(core, &mut rng, target);
         let pause = if share >= 1.0 {
             Duration::ZERO
         } else if matches!(freed, Some(n) if n > 0) {

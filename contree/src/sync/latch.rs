@@ -344,6 +344,11 @@ impl SharedGuard<'_> {
     pub fn slow_path(&self) -> bool {
         self.slow_path
     }
+
+    /// The address of the latch this guard holds (to check that it covers a given page).
+    pub fn latch_addr(&self) -> usize {
+        self.latch as *const HybridLatch as usize
+    }
 }
 
 impl Drop for SharedGuard<'_> {
@@ -375,6 +380,11 @@ impl<'a> ExclusiveGuard<'a> {
     /// Whether the acquisition had to wait (spin or sleep) for another holder.
     pub fn slow_path(&self) -> bool {
         self.slow_path
+    }
+
+    /// The address of the latch this guard holds (to check that it covers a given page).
+    pub fn latch_addr(&self) -> usize {
+        self.latch as *const HybridLatch as usize
     }
 }
 

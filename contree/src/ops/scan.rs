@@ -6,18 +6,22 @@
 //! between two refills cannot make the iterator skip or repeat an entry. Entries handed out
 //! from the front and from the back are checked against each other's last key, so the two
 //! ends never cross.
+//!
+//! Each refill reads the leaf under its shared latch, so no writer changes it meanwhile;
+//! the reads still go through the node's copying read view.
 
-use crate::btree::{BTree, Target};
-use crate::latch::Restart;
+use crate::engine::{Target, TreeCore};
+use crate::sync::Restart;
+use crate::Tree;
 use std::collections::VecDeque;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 
 type Entry = (Vec<u8>, Vec<u8>);
 
 /// Iterator returned by [`Tree::range`](crate::Tree::range) and [`Tree::iter`](crate::Tree::iter); yields `(key, value)` copies in
 /// key order from either end.
 pub struct Range<'t> {
-    tree: &'t BTree,
+    tree: &'t TreeCore,
     /// Keys returned from the front are above this bound.
     front: Bound<Vec<u8>>,
     /// Keys returned from the back are below this bound.
@@ -57,7 +61,7 @@ fn below(bound: &Bound<Vec<u8>>, key: &[u8]) -> bool {
 }
 
 impl<'t> Range<'t> {
-    pub(crate) fn new(tree: &'t BTree, front: Bound<Vec<u8>>, back: Bound<Vec<u8>>) -> Self {
+    pub(crate) fn new(tree: &'t TreeCore, front: Bound<Vec<u8>>, back: Bound<Vec<u8>>) -> Self {
         let empty = match (&front, &back) {
             (Bound::Included(a), Bound::Included(b)) => a > b,
             (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
@@ -79,7 +83,7 @@ impl<'t> Range<'t> {
     /// Copies the entries at or after `cursor` from the leaf holding it; returns them and
     /// the leaf's upper fence (`None`: it was the last leaf).
     fn optimistic_refill_front(
-        tree: &BTree,
+        tree: &TreeCore,
         cursor: &Bound<Vec<u8>>,
     ) -> Result<(Vec<Entry>, Option<Vec<u8>>), Restart> {
         // Keys strictly above `k` are the keys at or above `k ++ [0]`.
@@ -98,15 +102,15 @@ impl<'t> Range<'t> {
         let (pos, _) = node.lower_bound(&key)?;
         let mut out = Vec::with_capacity(node.count() - pos);
         for i in pos..node.count() {
-            out.push((node.key(i)?, node.value(i)?.to_vec()));
+            out.push((node.key(i)?, node.value(i)?));
         }
-        Ok((out, node.upper_fence()?.map(<[u8]>::to_vec)))
+        Ok((out, node.upper_fence()?))
     }
 
     /// Copies the entries at or before `cursor` from the leaf holding it (descending
     /// order); returns them and the leaf's lower fence (`None`: it was the first leaf).
     fn optimistic_refill_back(
-        tree: &BTree,
+        tree: &TreeCore,
         cursor: &Bound<Vec<u8>>,
     ) -> Result<(Vec<Entry>, Option<Vec<u8>>), Restart> {
         let target = match cursor {
@@ -126,9 +130,9 @@ impl<'t> Range<'t> {
         };
         let mut out = Vec::with_capacity(end);
         for i in (0..end).rev() {
-            out.push((node.key(i)?, node.value(i)?.to_vec()));
+            out.push((node.key(i)?, node.value(i)?));
         }
-        Ok((out, node.lower_fence()?.map(<[u8]>::to_vec)))
+        Ok((out, node.lower_fence()?))
     }
 }
 
@@ -190,5 +194,78 @@ impl DoubleEndedIterator for Range<'_> {
             self.back_buf = batch;
             self.back_cursor = lower.map(Bound::Included);
         }
+    }
+}
+
+/// A bound over borrowed bytes, copied.
+fn owned_bound(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    b.map(<[u8]>::to_vec)
+}
+
+impl Tree {
+    /// A double-ended iterator over the entries whose keys lie in `range`, in key order.
+    ///
+    /// The iterator copies one leaf at a time under a shared latch and remembers the last
+    /// key it returned, so it stays correct across concurrent splits and merges: it never
+    /// returns a key twice or out of order, and returns every key that stayed in the tree
+    /// for the whole scan.
+    ///
+    /// ```
+    /// use std::ops::Bound::{Excluded, Included};
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     tree.insert(k, b"").unwrap();
+    /// }
+    /// let keys: Vec<_> = tree
+    ///     .range((Included(&b"b"[..]), Excluded(&b"d"[..])))
+    ///     .map(|(k, _)| k)
+    ///     .collect();
+    /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
+    /// let last = tree.range(..).next_back();
+    /// assert_eq!(last.map(|(k, _)| k), Some(b"d".to_vec()));
+    /// ```
+    pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
+        Range::new(
+            &self.core,
+            owned_bound(range.start_bound()),
+            owned_bound(range.end_bound()),
+        )
+    }
+
+    /// Like [`range`](Self::range), for bounds given as anything that is bytes: arrays,
+    /// slices, `Vec<u8>`, strings. (`std::ops::Range<&[u8]>` does not implement
+    /// `RangeBounds<[u8]>`, so `tree.range(a..b)` does not compile for slices.)
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in ["a", "b", "c", "d"] {
+    ///     tree.insert(k.as_bytes(), b"").unwrap();
+    /// }
+    /// let keys: Vec<_> = tree.range_of("b".."d").map(|(k, _)| k).collect();
+    /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
+    /// assert_eq!(tree.range_of(&b"c"[..]..).count(), 2);
+    /// assert_eq!(tree.range_of(b"a".to_vec()..=b"b".to_vec()).count(), 2);
+    /// ```
+    pub fn range_of<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Range<'_> {
+        Range::new(
+            &self.core,
+            owned_bound(range.start_bound().map(K::as_ref)),
+            owned_bound(range.end_bound().map(K::as_ref)),
+        )
+    }
+
+    /// All entries in key order.
+    pub fn iter(&self) -> Range<'_> {
+        Range::new(&self.core, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.iter().next()
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.iter().next_back()
     }
 }

@@ -1,4 +1,4 @@
-//! The structural check behind [`Tree::check_invariants`](crate::Tree::check_invariants).
+//! The structural check: [`Tree::check_invariants`].
 //!
 //! Walks the whole tree under shared latches (top-down coupling is not needed: the check is
 //! meant to run while no writer is active) and verifies for every node: keys strictly
@@ -7,12 +7,14 @@
 //! exactly the separators around them, and space accounting inside the page. It also checks
 //! that the number of entries equals `len()` and that every allocated page is reachable.
 
-use crate::btree::BTree;
-use crate::node::common_prefix;
+use crate::engine::TreeCore;
+use crate::node::{common_prefix, Layout};
 use crate::page::PageId;
+use crate::Tree;
 
 struct Walk<'t> {
-    tree: &'t BTree,
+    tree: &'t TreeCore,
+    rightmost_leaf: Option<PageId>,
     pages: usize,
     entries: usize,
 }
@@ -37,18 +39,23 @@ impl Walk<'_> {
                 return Err(format!("{here}: expected level {l}"));
             }
         }
+        if node.layout() != Ok(Layout::Slotted) {
+            return Err(format!("{here}: unknown layout"));
+        }
         let lf = node
             .lower_fence()
             .map_err(|_| format!("{here}: bad lower fence"))?;
         let uf = node
             .upper_fence()
             .map_err(|_| format!("{here}: bad upper fence"))?;
+        let (lf, uf) = (lf.as_deref(), uf.as_deref());
         if lf != lower || uf != upper {
             return Err(format!(
                 "{here}: fences {lf:?}..{uf:?} differ from parent's {lower:?}..{upper:?}"
             ));
         }
         let prefix = node.prefix().map_err(|_| format!("{here}: bad prefix"))?;
+        let prefix = prefix.as_slice();
         if let (Some(l), Some(u)) = (lf, uf) {
             let fence_prefix = &l[..common_prefix(l, u)];
             let ok = if node.prefix_is_guaranteed() {
@@ -98,6 +105,9 @@ impl Walk<'_> {
         }
         if node.is_leaf() {
             self.entries += count;
+            if uf.is_none() {
+                self.rightmost_leaf = Some(pid);
+            }
             return Ok(());
         }
         let children: Vec<PageId> = (0..=count)
@@ -123,26 +133,49 @@ impl Walk<'_> {
     }
 }
 
-pub(crate) fn check(tree: &BTree, root: PageId) -> Result<(), String> {
-    let mut walk = Walk {
-        tree,
-        pages: 0,
-        entries: 0,
-    };
-    walk.node(root, None, None, None)?;
-    if walk.entries != tree.len() {
-        return Err(format!(
-            "{} entries in leaves but len() is {}",
-            walk.entries,
-            tree.len()
-        ));
+impl TreeCore {
+    /// The check itself; the caller keeps the space manager out.
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        let mut walk = Walk {
+            tree: self,
+            rightmost_leaf: None,
+            pages: 0,
+            entries: 0,
+        };
+        walk.node(self.root_id(), None, None, None)?;
+        if walk.entries != self.len() {
+            return Err(format!(
+                "{} entries in leaves but len() is {}",
+                walk.entries,
+                self.len()
+            ));
+        }
+        let held = self.bytes_in_use() / self.config().page_size;
+        if walk.pages != held {
+            return Err(format!("{} pages reachable but {held} held", walk.pages));
+        }
+        if walk.rightmost_leaf != Some(self.rightmost_leaf()) {
+            return Err(format!(
+                "the rightmost leaf is page {:?}, not page {} as it was made",
+                walk.rightmost_leaf,
+                self.rightmost_leaf()
+            ));
+        }
+        Ok(())
     }
-    let allocated = tree.pages.bytes_in_use() / tree.config().page_size;
-    if walk.pages != allocated {
-        return Err(format!(
-            "{} pages reachable but {allocated} allocated",
-            walk.pages
-        ));
+}
+
+impl Tree {
+    /// Checks the structure: key order inside and across nodes, fences, prefixes, levels,
+    /// entry counts, that every page the tree holds is reachable and that the rightmost leaf
+    /// kept its page. Meant for tests; run it while no writer is active.
+    /// The space manager thread pauses while the check runs.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let _gate = self
+            .core
+            .space_gate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.core.check_invariants()
     }
-    Ok(())
 }

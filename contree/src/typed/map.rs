@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::thread::LocalKey;
 
-use crate::codec::{KeyCodec, KeyEncode, ValueCodec};
+use super::codec::{KeyCodec, KeyEncode, ValueCodec};
 use crate::{Config, Error, Range, Stats, Tree};
 
 /// A concurrent ordered map from `K` to `V`, stored in a byte-level [`Tree`].

@@ -14,18 +14,19 @@
 //! Listing 1 compares the current position with `lastUpdatedPos` after overwriting it; here
 //! the previous value is compared, as the text of §3.3 describes.
 //!
-//! The counters live in the page and are only touched under the exclusive latch, so they
-//! cost no shared word; the random numbers come from a per-thread xorshift generator.
-//! A split leaf is marked hot; the merge policy leaves hot nodes alone until a period ends
-//! without contention (the cool-down XMerge will rely on too).
+//! The counters live in the leaf's policy area (see `policy`) and are only touched under the
+//! exclusive latch, so they cost no shared word; the random numbers come from a per-thread
+//! xorshift generator. A split leaf is marked hot; merges and XMerge leave hot leaves alone
+//! until a period ends without contention.
 
+use super::PolicyArea;
 use crate::config::Config;
-use crate::node::Node;
+use crate::node::NodeMut;
 use std::cell::Cell;
 
 /// The decision rule, fixed at tree creation from the `Config`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ContentionPolicy {
+pub(crate) struct ContentionSplit {
     enabled: bool,
     sample_mask: u32,
     period_mask: u32,
@@ -53,10 +54,10 @@ fn draw() -> u32 {
     })
 }
 
-impl ContentionPolicy {
+impl ContentionSplit {
     pub(crate) fn new(config: &Config) -> Self {
         let mask = |shift: u32| (1u32 << shift.min(31)) - 1;
-        ContentionPolicy {
+        ContentionSplit {
             enabled: config.contention_split,
             sample_mask: mask(config.contention_sample_shift),
             period_mask: mask(
@@ -74,7 +75,7 @@ impl ContentionPolicy {
     #[inline]
     pub(crate) fn after_change(
         &self,
-        node: &mut Node,
+        node: &mut NodeMut,
         pos: usize,
         slow_path: bool,
     ) -> Option<usize> {
@@ -91,27 +92,33 @@ impl ContentionPolicy {
     #[cold]
     fn sampled(
         &self,
-        node: &mut Node,
+        node: &mut NodeMut,
         pos: usize,
         slow_path: bool,
         period_end: bool,
     ) -> Option<usize> {
-        let (updates, slow, last) = node.contention_counters();
-        let updates = updates.saturating_add(1);
-        let slow = slow.saturating_add(slow_path as u16);
-        let pos16 = pos.min(u16::MAX as usize - 1) as u16;
+        let mut area = PolicyArea::read(node);
+        let updates = area.sampled.saturating_add(1);
+        let slow = area.sampled_slow.saturating_add(slow_path as u16);
+        let pos16 = pos.min(u16::MAX as usize - 2) as u16;
+        let last = area.last_slot;
         if !period_end {
-            node.set_contention_counters(updates, slow, pos16);
+            (area.sampled, area.sampled_slow, area.last_slot) = (updates, slow, Some(pos16));
+            area.write(node);
             return None;
         }
-        node.set_contention_counters(0, 0, u16::MAX);
+        (area.sampled, area.sampled_slow, area.last_slot) = (0, 0, None);
         let contended =
             slow as f64 >= self.threshold * updates as f64 && slow > 0 || self.threshold == 0.0;
         if !contended {
-            node.set_hot(false);
+            area.hot = false;
+        }
+        area.write(node);
+        if !contended {
             return None;
         }
-        if last == u16::MAX || last == pos16 || node.count() < 2 {
+        let last = last.filter(|&l| l != pos16)?;
+        if node.count() < 2 {
             return None;
         }
         let (a, b) = if last < pos16 {

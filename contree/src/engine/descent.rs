@@ -1,0 +1,297 @@
+//! The one descent: from the root to the node at a target level, inner nodes passed with
+//! optimistic lock coupling, the node at the end entered in the mode the operation needs.
+//!
+//! A descent takes an optimistic snapshot of the meta latch (which guards the root id), then
+//! of the root, and walks down: it picks a child ([`Route`]), reads its id, takes the child's
+//! snapshot and validates the parent. Nothing is written to shared memory on the way down.
+//! The node at the target level is entered by the access mode ([`Access`]):
+//! * [`Optimistic`]: a snapshot (readers validate it after reading);
+//! * [`OptimisticNoWait`]: a snapshot only if no writer holds the latch, at every level
+//!   (the space manager never waits for the data path);
+//! * [`Exclusive`]: the exclusive latch, waited for (writers to a hot leaf queue on its
+//!   latch instead of restarting from the root); the parent is validated before and after,
+//!   and the leaf policies are told whether the latch was busy;
+//! * [`Owned`]: no latch at all, for a thread that owns the sub-tree exclusively (the
+//!   partition executor of a multi-rooted tree); inner nodes are still read through
+//!   snapshots, which cost no shared write.
+//!
+//! Every snapshot returned was valid when the next one was taken; the caller validates the
+//! last one (or its upgrade does).
+
+use super::TreeCore;
+use crate::node::{Node, OwnerToken, DESCENT_PREFETCH};
+use crate::page::PageId;
+use crate::sync::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
+
+/// Where a descent ends: the node at `level` whose range holds a key, or the rightmost node
+/// at `level`.
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'k> {
+    Key(&'k [u8], u16),
+    Rightmost(u16),
+}
+
+/// How a descent picks the child to follow.
+pub(crate) trait Route {
+    /// The level to stop at.
+    fn level(&self) -> u16;
+    /// The slot of inner node `node` to follow (`count` for the upper child).
+    fn pick(&mut self, node: &Node) -> Result<usize, Restart>;
+}
+
+impl Route for Target<'_> {
+    #[inline]
+    fn level(&self) -> u16 {
+        match *self {
+            Target::Key(_, l) | Target::Rightmost(l) => l,
+        }
+    }
+    #[inline]
+    fn pick(&mut self, node: &Node) -> Result<usize, Restart> {
+        match *self {
+            Target::Key(key, _) => Ok(node.lower_bound(key)?.0),
+            Target::Rightmost(_) => Ok(node.count()),
+        }
+    }
+}
+
+/// A random child at every step; `weight` becomes the inverse of the probability of the
+/// node reached (the product of the child counts on the way).
+pub(crate) struct RandomRoute<'r> {
+    pub level: u16,
+    pub rng: &'r mut crate::space::Rng,
+    pub weight: f64,
+}
+
+impl Route for RandomRoute<'_> {
+    fn level(&self) -> u16 {
+        self.level
+    }
+    fn pick(&mut self, node: &Node) -> Result<usize, Restart> {
+        let n = node.count() + 1;
+        self.weight *= n as f64;
+        Ok(self.rng.below(n))
+    }
+}
+
+/// How the node at the end of a descent is entered (see the module doc).
+pub(crate) trait Access<'t> {
+    /// What the caller holds on the node it reached.
+    type Guard;
+    /// Whether the descent waits for writers of inner nodes.
+    const WAIT: bool = true;
+    /// Enters the node behind `latch`, whose id was read under `above`; `above` is
+    /// validated so that the id is known to be the right one while the guard is held.
+    fn enter(
+        &self,
+        latch: &'t HybridLatch,
+        above: &OptimisticGuard<'t>,
+    ) -> Result<Self::Guard, Restart>;
+}
+
+/// See the module doc.
+pub(crate) struct Optimistic;
+/// See the module doc.
+pub(crate) struct OptimisticNoWait;
+/// See the module doc; carries the tree whose leaf policies are asked.
+pub(crate) struct Exclusive<'t>(pub &'t TreeCore);
+/// See the module doc; carries the owner's token.
+#[allow(dead_code)] // used by the partition executor (issue "Partitions") and tests
+pub(crate) struct Owned<'o>(pub &'o OwnerToken);
+
+impl<'t> Access<'t> for Optimistic {
+    type Guard = OptimisticGuard<'t>;
+    #[inline]
+    fn enter(
+        &self,
+        latch: &'t HybridLatch,
+        above: &OptimisticGuard<'t>,
+    ) -> Result<Self::Guard, Restart> {
+        let g = latch.optimistic();
+        above.validate()?;
+        Ok(g)
+    }
+}
+
+impl<'t> Access<'t> for OptimisticNoWait {
+    type Guard = OptimisticGuard<'t>;
+    const WAIT: bool = false;
+    fn enter(
+        &self,
+        latch: &'t HybridLatch,
+        above: &OptimisticGuard<'t>,
+    ) -> Result<Self::Guard, Restart> {
+        let g = latch.try_optimistic().ok_or(Restart)?;
+        above.validate()?;
+        Ok(g)
+    }
+}
+
+impl<'t> Access<'t> for Exclusive<'t> {
+    type Guard = ExclusiveGuard<'t>;
+    #[inline]
+    fn enter(
+        &self,
+        latch: &'t HybridLatch,
+        above: &OptimisticGuard<'t>,
+    ) -> Result<Self::Guard, Restart> {
+        // The id is consistent before we wait on its latch, and still the right child after
+        // we got it.
+        above.validate()?;
+        let x = match latch.try_exclusive() {
+            Some(x) => x,
+            None => {
+                self.0.policy.latch_busy();
+                latch.exclusive()
+            }
+        };
+        above.validate()?;
+        Ok(x)
+    }
+}
+
+impl<'t> Access<'t> for Owned<'_> {
+    type Guard = ();
+    #[inline]
+    fn enter(&self, _latch: &'t HybridLatch, _above: &OptimisticGuard<'t>) -> Result<(), Restart> {
+        Ok(())
+    }
+}
+
+/// A node reached by a descent, with its optimistic snapshot.
+pub(crate) struct Visit<'t> {
+    pub pid: PageId,
+    pub node: Node,
+    pub guard: OptimisticGuard<'t>,
+}
+
+/// What lies above the node a descent ended at.
+pub(crate) enum Above<'t> {
+    /// The node is the root; the guard is the meta latch's snapshot.
+    Root(OptimisticGuard<'t>),
+    /// The parent and the slot in it that leads to the node.
+    Parent(Visit<'t>, usize),
+}
+
+/// The end of a descent: the node, what the access mode holds on it, and what lies above.
+pub(crate) struct Reached<'t, G> {
+    pub pid: PageId,
+    pub node: Node,
+    pub guard: G,
+    pub above: Above<'t>,
+}
+
+impl TreeCore {
+    /// A snapshot of `latch` for an inner node of a descent in mode `A`.
+    #[inline]
+    fn inner_snapshot<'t, A: Access<'t>>(
+        latch: &'t HybridLatch,
+    ) -> Result<OptimisticGuard<'t>, Restart> {
+        if A::WAIT {
+            Ok(latch.optimistic())
+        } else {
+            latch.try_optimistic().ok_or(Restart)
+        }
+    }
+
+    /// The root prologue: the meta snapshot, the root id, the root's page and snapshot, with
+    /// the meta snapshot validated after the root id was used.
+    #[inline]
+    pub(crate) fn root_snapshot<'t, A: Access<'t>>(
+        &'t self,
+    ) -> Result<(OptimisticGuard<'t>, Visit<'t>), Restart> {
+        let meta = Self::inner_snapshot::<A>(self.meta())?;
+        let pid = self.root_id();
+        let (node, latch) = self.page(pid)?;
+        let guard = Self::inner_snapshot::<A>(latch)?;
+        meta.validate()?;
+        Ok((meta, Visit { pid, node, guard }))
+    }
+
+    /// The one descent (see the module doc).
+    #[inline]
+    pub(crate) fn descend<'t, A: Access<'t>>(
+        &'t self,
+        route: &mut impl Route,
+        access: &A,
+    ) -> Result<Reached<'t, A::Guard>, Restart> {
+        let level = route.level();
+        let (meta, root) = self.root_snapshot::<A>()?;
+        if root.node.level() == level {
+            root.guard.validate()?;
+            let (_, latch) = self.page(root.pid)?;
+            let guard = access.enter(latch, &meta)?;
+            if root.node.level() != level {
+                return Err(Restart);
+            }
+            return Ok(Reached {
+                pid: root.pid,
+                node: root.node,
+                guard,
+                above: Above::Root(meta),
+            });
+        }
+        let mut here = root;
+        loop {
+            let l = here.node.level();
+            if l <= level {
+                // The tree is shorter than the target (or the read was torn).
+                here.guard.validate()?;
+                return Err(Restart);
+            }
+            let pos = route.pick(&here.node)?;
+            let child = here.node.child(pos)?;
+            let (node, latch) = self.page(child)?;
+            if l == level + 1 {
+                if level == 0 {
+                    // The child is a leaf, most likely not in cache: start loading its
+                    // header and slots together instead of one miss after another.
+                    node.prefetch(0, DESCENT_PREFETCH);
+                }
+                let guard = access.enter(latch, &here.guard)?;
+                if node.level() != level {
+                    return Err(Restart);
+                }
+                return Ok(Reached {
+                    pid: child,
+                    node,
+                    guard,
+                    above: Above::Parent(here, pos),
+                });
+            }
+            let guard = Self::inner_snapshot::<A>(latch)?;
+            here.guard.validate()?;
+            here = Visit {
+                pid: child,
+                node,
+                guard,
+            };
+        }
+    }
+
+    /// The optimistic descent to `target`, as a visit and what lies above it.
+    #[inline]
+    pub(crate) fn optimistic_descend(
+        &self,
+        target: Target,
+    ) -> Result<(Visit<'_>, Above<'_>), Restart> {
+        let mut route = target;
+        let r = self.descend(&mut route, &Optimistic)?;
+        Ok((
+            Visit {
+                pid: r.pid,
+                node: r.node,
+                guard: r.guard,
+            },
+            r.above,
+        ))
+    }
+
+    /// Descends to the leaf that holds `key` and latches it exclusively (waiting for it).
+    #[inline]
+    pub(crate) fn exclusive_leaf(&self, key: &[u8]) -> Result<(Node, ExclusiveGuard<'_>), Restart> {
+        let mut r = self.descend(&mut Target::Key(key, 0), &Exclusive(self))?;
+        self.policy.latched(r.node, &mut r.guard, &self.counters);
+        Ok((r.node, r.guard))
+    }
+}

@@ -1,0 +1,363 @@
+//! The tree's shared state ([`TreeCore`]) and the one descent (`descent`).
+//!
+//! A `TreeCore` is what every operation works on; the public [`Tree`](crate::Tree) holds it
+//! in an `Arc`, which the space manager thread shares. Its fields are grouped by who writes
+//! them:
+//! * **Hot words** (`HotWords`, on cache lines of their own): the meta latch, the root id and
+//!   the page directory. Every operation reads them; only root changes write them.
+//! * **Events** (`Events`, on cache lines of their own): counters of rare events (splits,
+//!   merges, XMerges, pages held), written by structure changes and the space manager.
+//! * **Striped counters** (`StripedCounters`): the data-path counters (`len`, restarts), in
+//!   one lazily allocated block.
+//!
+//! **Rightmost leaf.** A tree's rightmost leaf keeps its page id for the tree's whole life:
+//! a split keeps the upper half in place, a merge moves the left node into the right one, and
+//! XMerge writes its packed nodes over the rightmost members of a group, so the rightmost
+//! leaf is never the page that is freed; a root split moves the old root's upper half into
+//! the same page, and collapsing a root frees the inner root, never the leaf. An emptied
+//! rightmost leaf therefore stays (it absorbs its left neighbour when they merge).
+//! `check_invariants` asserts it. Later structure changes that move it (slice, meld of a
+//! multi-rooted tree) must bump [`TreeCore::generation`], which invalidates anything that
+//! caches the rightmost leaf.
+
+pub(crate) mod descent;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::node::raw::RawPage;
+use crate::node::{Node, NodeMut};
+use crate::page::{Directory, PageId, PagePool};
+use crate::policy::LeafPolicies;
+use crate::sync::{Counter, HybridLatch, Restart, StripedCounters};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub(crate) use descent::{Above, Optimistic, OptimisticNoWait, RandomRoute, Target, Visit};
+
+/// The words every operation reads, on cache lines of their own.
+#[repr(align(128))]
+struct HotWords {
+    /// Guards `root`: optimistic readers validate it after reading the root id.
+    meta: HybridLatch,
+    root: AtomicU32,
+    directory: Directory,
+}
+
+/// Counters of structure changes; written rarely, never on the data path.
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct Events {
+    pub splits: AtomicU64,
+    pub merges: AtomicU64,
+    pub contention_splits: AtomicU64,
+    pub contention_split_attempts: AtomicU64,
+    pub xmerge_attempts: AtomicU64,
+    pub xmerges: AtomicU64,
+    pub pages_freed: AtomicU64,
+    /// Every change of an inner node bumps it (`smo::inner`); upper-level replicas compare
+    /// it to know whether they are current.
+    pub inner_changes: AtomicU64,
+    /// Pages this tree holds from its pool.
+    pub pages_held: AtomicUsize,
+}
+
+/// The shared state of one tree: see the module doc.
+pub(crate) struct TreeCore {
+    hot: HotWords,
+    pool: Arc<PagePool>,
+    config: Config,
+    pub(crate) policy: LeafPolicies,
+    pub(crate) counters: StripedCounters,
+    pub(crate) events: Events,
+    /// The page of the rightmost leaf, fixed for the tree's life (see the module doc).
+    rightmost_leaf: PageId,
+    /// Bumped by structure changes that move the rightmost leaf or the root to another tree
+    /// (slice and meld of a multi-rooted tree).
+    generation: AtomicU64,
+    /// `Counter::Removals` when a reclaiming sweep last freed nothing (-1: never).
+    pub(crate) reclaim_floor: AtomicI64,
+    /// Held by the space manager while it works and by `stats` and `check_invariants`
+    /// while they walk the tree, so that those see no change the manager makes.
+    pub(crate) space_gate: Mutex<()>,
+}
+
+impl TreeCore {
+    /// An empty tree with `config` (already validated) over its own page pool.
+    pub(crate) fn new(config: Config) -> Result<TreeCore, Error> {
+        config.validate()?;
+        let pool = PagePool::new(config.page_size, config.max_memory);
+        Self::in_pool(config, pool)
+    }
+
+    /// An empty tree whose pages come from `pool` (which may serve other trees too).
+    pub(crate) fn in_pool(config: Config, pool: Arc<PagePool>) -> Result<TreeCore, Error> {
+        let root = pool.allocate(1).map_err(|_| Error::OutOfSpace {
+            max_memory: pool.max_memory(),
+            in_use: pool.bytes_in_use(),
+        })?[0];
+        let tree = TreeCore {
+            hot: HotWords {
+                meta: HybridLatch::new(),
+                root: AtomicU32::new(root),
+                directory: Directory::of(&pool),
+            },
+            pool,
+            policy: LeafPolicies::new(&config),
+            config,
+            counters: StripedCounters::default(),
+            events: Events::default(),
+            rightmost_leaf: root,
+            generation: AtomicU64::new(0),
+            reclaim_floor: AtomicI64::new(-1),
+            space_gate: Mutex::new(()),
+        };
+        tree.events.pages_held.store(1, Ordering::Relaxed);
+        {
+            let (node, latch) = tree.page(root).expect("fresh page");
+            let mut x = latch.exclusive();
+            NodeMut::new(node, &mut x).init(0, None, None, &[]);
+        }
+        Ok(tree)
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The meta latch, which guards the root id.
+    #[inline]
+    pub(crate) fn meta(&self) -> &HybridLatch {
+        &self.hot.meta
+    }
+
+    /// The root's page id (validate the meta latch after reading it).
+    #[inline]
+    pub(crate) fn root_id(&self) -> PageId {
+        self.hot.root.load(Ordering::Acquire)
+    }
+
+    /// Publishes a new root; the caller holds the meta latch exclusively.
+    pub(crate) fn set_root(&self, pid: PageId) {
+        self.hot.root.store(pid, Ordering::Release);
+    }
+
+    /// The page id of the rightmost leaf.
+    pub(crate) fn rightmost_leaf(&self) -> PageId {
+        self.rightmost_leaf
+    }
+
+    /// See the field.
+    #[allow(dead_code)] // read by slice and meld (issue "Partitions") and tests
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    // ---- pages ------------------------------------------------------------------------
+
+    /// The read view and latch of page `pid`.
+    #[inline]
+    pub(crate) fn page(&self, pid: PageId) -> Result<(Node, &HybridLatch), Restart> {
+        let ptr = self.hot.directory.page(pid)?;
+        // SAFETY: `ptr` addresses a whole page of the pool, which stays mapped while this
+        // tree holds the pool; the first 8 bytes of every page are its latch word, 8-aligned
+        // (pages are 4096-aligned) and only ever accessed atomically.
+        unsafe {
+            Ok((
+                Node::new(RawPage::new(ptr, self.config.page_size)),
+                &*(ptr as *const HybridLatch),
+            ))
+        }
+    }
+
+    /// Takes `n` pages from the pool.
+    pub(crate) fn allocate(&self, n: usize) -> Option<Vec<PageId>> {
+        let ids = self.pool.allocate(n).ok()?;
+        self.events.pages_held.fetch_add(n, Ordering::Relaxed);
+        Some(ids)
+    }
+
+    /// Returns page `pid` to the pool (its exclusive latch is held by the caller).
+    pub(crate) fn free(&self, pid: PageId) {
+        self.pool.free(pid);
+        self.events.pages_held.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Page bytes this tree holds.
+    pub(crate) fn bytes_in_use(&self) -> usize {
+        self.events.pages_held.load(Ordering::Relaxed) * self.config.page_size
+    }
+
+    pub(crate) fn out_of_space(&self) -> Error {
+        Error::OutOfSpace {
+            max_memory: self.pool.max_memory(),
+            in_use: self.pool.bytes_in_use(),
+        }
+    }
+
+    // ---- input checks and restarts ----------------------------------------------------
+
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<(), Error> {
+        let max = self.config.max_key_len();
+        if key.len() > max {
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_value(&self, value: &[u8]) -> Result<(), Error> {
+        let max = self.config.max_value_len();
+        if value.len() > max {
+            return Err(Error::ValueTooLarge {
+                len: value.len(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `attempt` until it does not restart, counting restarts.
+    #[inline]
+    pub(crate) fn retry<T>(&self, mut attempt: impl FnMut() -> Result<T, Restart>) -> T {
+        let mut attempts = 0u32;
+        loop {
+            match attempt() {
+                Ok(v) => return v,
+                Err(Restart) => {
+                    self.counters.add(Counter::Restarts, 1);
+                    // Retry at once a few times (a restart usually means one concurrent
+                    // write), then give the CPU away.
+                    attempts += 1;
+                    if attempts < 4 {
+                        for _ in 0..(1 << attempts) {
+                            std::hint::spin_loop();
+                        }
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.counters.sum(Counter::Len).max(0) as usize
+    }
+
+    /// Whether `node` is emptier than the merge threshold allows.
+    pub(crate) fn is_underfull(&self, node: &Node) -> bool {
+        node.count() == 0
+            || (node.used_space() as f64) < self.config.merge_threshold * node.page_size() as f64
+    }
+}
+
+impl Drop for TreeCore {
+    /// A tree that shares its pool gives its pages back; a tree that owns its pool lets the
+    /// pool's drop release them.
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.pool) == 1 {
+            return;
+        }
+        let mut stack = vec![self.root_id()];
+        while let Some(pid) = stack.pop() {
+            if let Ok((node, _)) = self.page(pid) {
+                if !node.is_leaf() {
+                    stack.extend((0..=node.count()).filter_map(|i| node.child(i).ok()));
+                }
+            }
+            self.pool.free(pid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::descent::Owned;
+    use super::*;
+    use crate::node::OwnerToken;
+    use crate::{Config, Tree};
+
+    fn tree() -> Tree {
+        Tree::with_config(Config {
+            space_manager: false,
+            ..Config::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn an_owner_writes_without_latches() {
+        let t = tree();
+        for i in 0u64..10_000 {
+            t.insert(&i.to_be_bytes(), &i.to_le_bytes()).unwrap();
+        }
+        // SAFETY: no other thread uses the tree while the token lives.
+        let mut token = unsafe { OwnerToken::new() };
+        let key = 4_321u64.to_be_bytes();
+        let versions_before;
+        {
+            let r = t
+                .core
+                .descend(&mut Target::Key(&key, 0), &Owned(&token))
+                .unwrap();
+            let (_, latch) = t.core.page(r.pid).unwrap();
+            versions_before = latch.version();
+            let mut node = NodeMut::new(r.node, &mut token);
+            let (pos, found) = node.lower_bound(&key).unwrap();
+            assert!(found);
+            node.overwrite_value(pos, &7u64.to_le_bytes());
+            // No latch was taken: the version did not move.
+            assert_eq!(latch.version(), versions_before);
+        }
+        assert_eq!(t.get(&key), Some(7u64.to_le_bytes().to_vec()));
+        t.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn the_rightmost_leaf_keeps_its_page() {
+        let t = tree();
+        let rightmost = t.core.rightmost_leaf();
+        for i in 0u64..50_000 {
+            t.insert(&i.to_be_bytes(), b"v").unwrap();
+        }
+        assert_eq!(t.leaf_page_of(&u64::MAX.to_be_bytes()), rightmost);
+        for i in (0u64..50_000).rev() {
+            t.remove(&i.to_be_bytes());
+        }
+        assert_eq!(t.leaf_page_of(&u64::MAX.to_be_bytes()), rightmost);
+        t.check_invariants().unwrap();
+        assert_eq!(t.core.generation(), 0);
+    }
+
+    #[test]
+    fn an_unwritten_tree_has_no_counter_block() {
+        let t = tree();
+        assert_eq!(t.core.counters.bytes(), 0);
+        assert!(t.get(b"k").is_none());
+        assert_eq!(t.core.counters.bytes(), 0);
+        t.insert(b"k", b"v").unwrap();
+        assert!(t.core.counters.bytes() > 0);
+    }
+
+    #[test]
+    fn trees_share_a_pool_and_return_their_pages() {
+        let pool = PagePool::new(4096, 64 << 20);
+        let a = TreeCore::in_pool(Config::default(), Arc::clone(&pool)).unwrap();
+        let b = TreeCore::in_pool(Config::default(), Arc::clone(&pool)).unwrap();
+        assert_eq!(pool.bytes_in_use(), 2 * 4096);
+        assert_ne!(a.root_id(), b.root_id());
+        drop(a);
+        assert_eq!(pool.bytes_in_use(), 4096);
+        drop(b);
+        assert_eq!(pool.bytes_in_use(), 0);
+    }
+
+    #[test]
+    fn hot_words_sit_apart_from_events() {
+        assert!(std::mem::align_of::<HotWords>() >= 128);
+        assert!(std::mem::align_of::<Events>() >= 128);
+    }
+}

@@ -1,0 +1,251 @@
+//! Writes to one node: formatting, inserting and removing entries, compaction and prefix
+//! shortening. Every function here needs a [`NodeMut`], that is a write capability.
+
+use super::Layout;
+use super::{
+    common_prefix, entry_space, head_of, lens_len, node_size, Fence, Node, NodeMut, Scratch,
+    HAS_LOWER, HAS_UPPER, HEADER, LAYOUT_SHIFT, OFF_COUNT, OFF_FLAGS, OFF_HEAP_LIVE, OFF_HEAP_TOP,
+    OFF_LEVEL, OFF_LOWER, OFF_LOWER_LEN, OFF_PREFIX, OFF_PREFIX_LEN, OFF_UPPER, OFF_UPPER_LEN,
+    PREFIX_FROM_KEYS, SLOT,
+};
+use crate::sync::Restart;
+
+impl Node {
+    /// Space an insert of a key of `key_len` bytes that carries the node prefix needs.
+    pub(crate) fn space_needed(&self, key_len: usize, value_len: usize) -> usize {
+        entry_space(key_len.saturating_sub(self.prefix_len()), value_len)
+    }
+
+    /// Whether `key`/`value` can be inserted, possibly after compaction or (in an edge
+    /// node) after shortening the prefix.
+    pub(crate) fn fits(&self, key: &[u8], value_len: usize) -> Result<bool, Restart> {
+        let prefix = self.prefix()?;
+        if key.starts_with(&prefix) {
+            return Ok(self.space_needed(key.len(), value_len) <= self.free_space());
+        }
+        let keep = common_prefix(&prefix, key);
+        Ok(
+            self.reprefixed_size(keep)? + entry_space(key.len() - keep, value_len)
+                <= self.page_size(),
+        )
+    }
+
+    /// Bytes the node would use with its prefix shortened to `new_len` bytes.
+    fn reprefixed_size(&self, new_len: usize) -> Result<usize, Restart> {
+        let grow = self.prefix_len() - new_len.min(self.prefix_len());
+        let fences =
+            self.lower_fence()?.map_or(0, |f| f.len()) + self.upper_fence()?.map_or(0, |f| f.len());
+        let mut entries = 0;
+        for i in 0..self.count() {
+            let e = self.entry(i)?;
+            entries += entry_space(e.suffix_len + grow, e.value_len);
+        }
+        Ok(node_size(new_len, fences, entries))
+    }
+}
+
+impl NodeMut<'_> {
+    /// Formats the page as an empty slotted node whose keys will all start with `prefix`.
+    /// The policy area is cleared.
+    pub(crate) fn init(&mut self, level: u16, lower: Fence, upper: Fence, prefix: &[u8]) {
+        let size = self.page_size();
+        self.bytes_mut(8, HEADER - 8).fill(0);
+        self.write_u16(OFF_LEVEL, level);
+        self.write_u32(OFF_HEAP_TOP, size as u32);
+        let mut flags = (Layout::Slotted as u16) << LAYOUT_SHIFT;
+        if let Some(l) = lower {
+            let off = self.heap_alloc(l.len());
+            self.bytes_mut(off, l.len()).copy_from_slice(l);
+            self.write_u32(OFF_LOWER, off as u32);
+            self.write_u16(OFF_LOWER_LEN, l.len() as u16);
+            flags |= HAS_LOWER;
+        }
+        if let Some(u) = upper {
+            let off = self.heap_alloc(u.len());
+            self.bytes_mut(off, u.len()).copy_from_slice(u);
+            self.write_u32(OFF_UPPER, off as u32);
+            self.write_u16(OFF_UPPER_LEN, u.len() as u16);
+            flags |= HAS_UPPER;
+        }
+        let guaranteed = match (lower, upper) {
+            (Some(l), Some(u)) => common_prefix(l, u) == prefix.len() && l.starts_with(prefix),
+            _ => prefix.is_empty(),
+        };
+        if !guaranteed {
+            flags |= PREFIX_FROM_KEYS;
+        }
+        self.write_u16(OFF_FLAGS, flags);
+        if !prefix.is_empty() {
+            let off = self.heap_alloc(prefix.len());
+            self.bytes_mut(off, prefix.len()).copy_from_slice(prefix);
+            self.write_u32(OFF_PREFIX, off as u32);
+        }
+        self.write_u16(OFF_PREFIX_LEN, prefix.len() as u16);
+    }
+
+    fn heap_alloc(&mut self, len: usize) -> usize {
+        let top = self.heap_top() - len;
+        self.write_u32(OFF_HEAP_TOP, top as u32);
+        let live = self.heap_live() + len;
+        self.write_u32(OFF_HEAP_LIVE, live as u32);
+        top
+    }
+
+    pub(super) fn set_count(&mut self, n: usize) {
+        self.write_u16(OFF_COUNT, n as u16);
+    }
+
+    pub(super) fn set_heap(&mut self, top: usize, live: usize) {
+        self.write_u32(OFF_HEAP_TOP, top as u32);
+        self.write_u32(OFF_HEAP_LIVE, live as u32);
+    }
+
+    pub(super) fn write_slot(&mut self, i: usize, head: u32, off: usize) {
+        let slot = HEADER + i * SLOT;
+        self.write_u32(slot, head);
+        self.write_u16(slot + 4, off as u16);
+    }
+
+    /// [`insert_at`](NodeMut::insert_at) for the tree's inserts: an empty edge node first
+    /// adopts the key as its prefix (later keys shorten it), so that the root and the edge
+    /// nodes get a prefix too.
+    pub(crate) fn insert_entry(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
+        if self.count() == 0 && self.prefix().expect("writable") != key {
+            let lower = self.lower_fence().expect("writable");
+            let upper = self.upper_fence().expect("writable");
+            let upper_child = self.upper_child();
+            let policy = self.policy_area();
+            self.init(self.level(), lower.as_deref(), upper.as_deref(), key);
+            self.set_upper_child(upper_child);
+            self.set_policy_area(policy);
+        }
+        self.insert_at(pos, key, value)
+    }
+
+    /// Inserts `key`/`value` at `pos` (which must keep the order). Returns false, changing
+    /// nothing, if the entry does not fit even after compaction. In an edge node, a key that
+    /// does not carry the prefix makes the node rebuild itself with the common prefix of the
+    /// old prefix and the key.
+    pub(crate) fn insert_at(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
+        let plen = self.prefix_len();
+        if plen > 0 && self.key_vs_prefix(key) != Ok(std::cmp::Ordering::Equal) {
+            assert!(
+                !self.prefix_is_guaranteed(),
+                "key outside the node's fences"
+            );
+            if !self.fits(key, value.len()).expect("writable") {
+                return false;
+            }
+            let new_len = common_prefix(&self.prefix().expect("writable"), key);
+            self.rebuild_with_prefix_len(new_len);
+        }
+        let plen = self.prefix_len();
+        let suffix = &key[plen..];
+        let need = entry_space(suffix.len(), value.len());
+        if need > self.free_space() {
+            return false;
+        }
+        if need > self.contiguous_space() {
+            self.compact();
+        }
+        self.insert_suffix_at(pos, suffix, value);
+        true
+    }
+
+    /// Writes one entry; there must be contiguous room for it.
+    fn insert_suffix_at(&mut self, pos: usize, suffix: &[u8], value: &[u8]) {
+        let count = self.count();
+        let heap_len = entry_space(suffix.len(), value.len()) - SLOT;
+        let off = self.heap_alloc(heap_len);
+        self.write_entry(off, suffix, value);
+        // Shift slots [pos, count) right by one.
+        let start = HEADER + pos * SLOT;
+        let end = HEADER + count * SLOT;
+        self.bytes_mut(start, end - start + SLOT)
+            .copy_within(0..end - start, SLOT);
+        self.write_slot(pos, head_of(suffix), off);
+        self.set_count(count + 1);
+    }
+
+    /// Encodes the heap entry of `suffix`/`value` at `off`.
+    pub(super) fn write_entry(&mut self, off: usize, suffix: &[u8], value: &[u8]) {
+        let (sl, vl) = (suffix.len(), value.len());
+        let h = lens_len(sl, vl);
+        let header = self.bytes_mut(off, h);
+        match h {
+            1 => header[0] = ((sl << 4) | vl) as u8,
+            2 => {
+                header[0] = 0x80 | sl as u8;
+                header[1] = vl as u8;
+            }
+            _ => {
+                header[0] = 0xC0;
+                header[1..3].copy_from_slice(&(sl as u16).to_le_bytes());
+                header[3..5].copy_from_slice(&(vl as u16).to_le_bytes());
+            }
+        }
+        let mut w = off + h;
+        let rest = &suffix[suffix.len().min(4)..];
+        self.bytes_mut(w, rest.len()).copy_from_slice(rest);
+        w += rest.len();
+        self.bytes_mut(w, value.len()).copy_from_slice(value);
+    }
+
+    /// Copies `len` heap bytes at `src_off` of `src`, another page, to `off` in this node.
+    pub(super) fn copy_heap_from(&mut self, src: &Node, src_off: usize, off: usize, len: usize) {
+        assert!(
+            src.raw().addr() != self.raw().addr(),
+            "a heap copy between two distinct pages"
+        );
+        let dst = self.bytes_mut(off, len);
+        src.raw()
+            .copy_to(src_off, dst)
+            .expect("entry of a readable node");
+    }
+
+    /// Replaces the value of entry `pos` by one of the same length.
+    pub(crate) fn overwrite_value(&mut self, pos: usize, value: &[u8]) {
+        self.value_mut(pos).copy_from_slice(value);
+    }
+
+    /// Removes entry `pos`.
+    pub(crate) fn remove_at(&mut self, pos: usize) {
+        let count = self.count();
+        let e = self.entry(pos).expect("entry of a writable node");
+        let live = self.heap_live() - e.heap_len;
+        self.write_u32(OFF_HEAP_LIVE, live as u32);
+        let start = HEADER + pos * SLOT;
+        let end = HEADER + count * SLOT;
+        self.bytes_mut(start, end - start)
+            .copy_within(SLOT..end - start, 0);
+        self.set_count(count - 1);
+        if count == 1 {
+            // An empty node reclaims its whole heap except the fences.
+            self.compact();
+        }
+    }
+
+    /// Rewrites the node so that all free space is contiguous.
+    pub(crate) fn compact(&mut self) {
+        self.rebuild_with_prefix_len(self.prefix_len());
+    }
+
+    /// Rewrites the node with its prefix cut to `new_len` bytes (at most the current
+    /// length); all free space ends up contiguous. The policy area is kept.
+    fn rebuild_with_prefix_len(&mut self, new_len: usize) {
+        let node = self.node();
+        let mut scratch = Scratch::new(node.page_size());
+        let lower = node.lower_fence().expect("writable");
+        let upper = node.upper_fence().expect("writable");
+        let mut prefix = node.prefix().expect("writable");
+        prefix.truncate(new_len);
+        {
+            let mut b = scratch.builder(node.level(), lower.as_deref(), upper.as_deref(), &prefix);
+            b.copy_range(&node, 0..node.count());
+            b.finish(node.upper_child());
+        }
+        let policy = node.policy_area();
+        scratch.copy_into(self);
+        self.set_policy_area(policy);
+    }
+}

@@ -1,0 +1,596 @@
+//! The slotted page: the byte layout of every node, leaf or inner, and the typed views that
+//! read and write it.
+//!
+//! ```text
+//! 0   latch word (8 bytes, owned by `sync::latch`, never touched here)
+//! 8   level u16 (0 = leaf)        10  count u16
+//! 12  heap_top u32                16  heap_live u32 (live heap bytes, fences included)
+//! 20  prefix_len u16              22  lower_len u16      24  upper_len u16
+//! 26  flags u16 (HAS_LOWER, HAS_UPPER, PREFIX_FROM_KEYS; bits 8..12: the layout)
+//! 28  lower_off u32               32  upper_off u32      36  upper_child u32 (inner)
+//! 40  prefix_off u32
+//! 44  policy area, 12 bytes: opaque here, owned by `policy` (the leaf policies' state)
+//! 56  8 bytes reserved (zero)
+//! 64  slot array: `count` slots of 6 bytes { head: u32, offset: u16 }, sorted by key
+//! ... free space ...
+//! heap_top .. page_size: entries and fence keys, growing down from the end of the page
+//! ```
+//!
+//! A node holds the keys in `(lower fence, upper fence]`; a missing fence is infinite. All
+//! keys of a node share a prefix that is stored once in the heap and cut from every key: the
+//! common prefix of its first and last key when it is built (split, merge, compaction), or
+//! the first key an empty node receives. When that prefix is longer than the common prefix
+//! of the fences (always so on the edges of the tree, where a fence is missing) the node is
+//! flagged `PREFIX_FROM_KEYS`: a key in its range may lack the prefix, searches check for
+//! that, and inserting such a key rebuilds the node with a shorter prefix. A slot's `head` is
+//! the first four bytes of the key's suffix, big-endian and zero-padded, so most comparisons
+//! of a binary search never leave the slot array. A heap entry is `lengths suffix[4..] value`,
+//! where `lengths` takes one byte for short suffixes and values (see [`entry_space`]).
+//!
+//! Inner nodes store child page ids as 4-byte values: the child at slot `i` holds the keys
+//! in `(key[i-1], key[i]]` and `upper_child` holds the keys above the last key.
+//!
+//! **Layouts.** Every node today has the slotted layout ([`Layout::Slotted`]); the layout is
+//! a field of the header so that a second leaf layout (segmented leaves) can be added behind
+//! the same views: a reader that finds a layout it does not know restarts.
+//!
+//! **Views and the memory model.**
+//! * [`Node`] is a `Copy` read view. It reads only through [`raw::RawPage`], which copies
+//!   bytes into locals through raw pointers and never forms a reference over page bytes, and
+//!   it bounds-checks every offset and length it read from the page. So it may be used
+//!   optimistically, while a writer changes the page: every result is then garbage but
+//!   memory-safe, and the caller validates the latch version before trusting it.
+//!   Everything it returns is a copy (`Vec<u8>`, integers, orderings).
+//! * [`NodeMut`] writes. It can only be made from a write capability ([`WriteCapability`]):
+//!   an exclusive latch guard of that very page, an [`OwnerToken`] (a thread that owns a
+//!   sub-tree exclusively, for the partition executor), or a [`Scratch`] buffer. Segmented
+//!   leaves will add a segment guard that covers one segment. Under a `NodeMut`, values can
+//!   be borrowed as slices, since no other thread writes the page.
+//! * [`Stable`] borrows value bytes under a shared latch guard of the page (for closures
+//!   that must see the bytes in place).
+
+mod builder;
+mod edit;
+pub(crate) mod raw;
+mod resize;
+mod search;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use builder::{Builder, Scratch};
+
+use crate::page::PageId;
+use crate::sync::{ExclusiveGuard, Restart, SharedGuard};
+use raw::RawPage;
+use std::marker::PhantomData;
+
+pub(crate) const HEADER: usize = 64;
+pub(crate) const SLOT: usize = 6;
+/// Bytes at the start of a leaf that the descent prefetches as soon as it knows the leaf's
+/// page, before it reads the leaf's header: header and the first ~160 slots.
+pub(crate) const DESCENT_PREFETCH: usize = 1024;
+/// Bytes of the policy area in the header.
+pub(crate) const POLICY_AREA: usize = 12;
+
+const HAS_LOWER: u16 = 1;
+const HAS_UPPER: u16 = 2;
+/// The prefix is longer than the common prefix of the fences (or a fence is missing): a key
+/// in the node's range may lack it.
+const PREFIX_FROM_KEYS: u16 = 4;
+const LAYOUT_SHIFT: u32 = 8;
+const LAYOUT_MASK: u16 = 0xF << LAYOUT_SHIFT;
+
+const OFF_LEVEL: usize = 8;
+const OFF_COUNT: usize = 10;
+const OFF_HEAP_TOP: usize = 12;
+const OFF_HEAP_LIVE: usize = 16;
+const OFF_PREFIX_LEN: usize = 20;
+const OFF_LOWER_LEN: usize = 22;
+const OFF_UPPER_LEN: usize = 24;
+const OFF_FLAGS: usize = 26;
+const OFF_LOWER: usize = 28;
+const OFF_UPPER: usize = 32;
+const OFF_UPPER_CHILD: usize = 36;
+const OFF_PREFIX: usize = 40;
+const OFF_POLICY: usize = 44;
+
+/// The layout of a node's slots and heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// Sorted slots with 4-byte heads over a heap growing down from the end of the page.
+    Slotted,
+}
+
+/// A fence key: `None` is infinite (minus infinity for a lower fence, plus infinity for an
+/// upper fence).
+pub(crate) type Fence<'a> = Option<&'a [u8]>;
+
+/// The first four bytes of `suffix`, big-endian, zero-padded.
+#[inline]
+pub(crate) fn head_of(suffix: &[u8]) -> u32 {
+    if let Some(h) = suffix.first_chunk::<4>() {
+        return u32::from_be_bytes(*h);
+    }
+    // Fewer than 4 bytes: pad with zeros (a byte loop, not a `memcpy` call).
+    let mut h = 0u32;
+    for i in 0..4 {
+        h = (h << 8) | suffix.get(i).copied().unwrap_or(0) as u32;
+    }
+    h
+}
+
+/// Bytes the length header of an entry takes: one byte for a suffix below 8 and a value
+/// below 16 bytes (`0sss_vvvv`), two for a suffix below 64 and a value below 256
+/// (`10ss_ssss vvvv_vvvv`), otherwise a marker byte `11xx_xxxx` and two little-endian u16.
+#[inline]
+fn lens_len(suffix_len: usize, value_len: usize) -> usize {
+    if suffix_len < 8 && value_len < 16 {
+        1
+    } else if suffix_len < 64 && value_len < 256 {
+        2
+    } else {
+        5
+    }
+}
+
+/// The size rule, part one: bytes one entry takes in a node (slot, length header, suffix
+/// beyond the head, value).
+#[inline]
+pub(crate) fn entry_space(suffix_len: usize, value_len: usize) -> usize {
+    SLOT + lens_len(suffix_len, value_len) + suffix_len.saturating_sub(4) + value_len
+}
+
+/// The size rule, part two: bytes a node with a prefix of `prefix` bytes, fences of
+/// `fences` bytes together and `entries` bytes of entries takes. Every size computation of
+/// the tree (inserts, splits, merges, XMerge plans) adds up these two rules.
+#[inline]
+pub(crate) fn node_size(prefix: usize, fences: usize, entries: usize) -> usize {
+    HEADER + prefix + fences + entries
+}
+
+/// Length of the longest common prefix of two byte strings.
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The prefix a node with these fences and these first and last keys uses (see the module
+/// doc): the keys' common prefix, or for an empty node the fences' common prefix.
+pub(crate) fn node_prefix<'a>(
+    lower: Fence<'a>,
+    upper: Fence<'a>,
+    first: Option<&'a [u8]>,
+    last: Option<&'a [u8]>,
+) -> &'a [u8] {
+    match (lower, upper, first, last) {
+        (_, _, Some(f), Some(t)) => &f[..common_prefix(f, t)],
+        (Some(l), Some(u), _, _) => &l[..common_prefix(l, u)],
+        _ => &[],
+    }
+}
+
+/// A read view of one page (see the module doc). Copyable; safe to use while a writer
+/// changes the page, with every result validated by the caller before it is trusted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    page: RawPage,
+}
+
+/// Where the parts of one heap entry are; every offset lies inside the page.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EntryLoc {
+    pub suffix_len: usize,
+    pub rest_off: usize,
+    pub value_off: usize,
+    pub value_len: usize,
+    /// Bytes of the heap entry (without the slot).
+    pub heap_len: usize,
+}
+
+impl Node {
+    /// Wraps a page.
+    #[inline]
+    pub(crate) fn new(page: RawPage) -> Node {
+        Node { page }
+    }
+
+    #[inline]
+    pub(crate) fn raw(&self) -> RawPage {
+        self.page
+    }
+
+    // ---- header ---------------------------------------------------------------------
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.page.size()
+    }
+    #[inline]
+    pub(crate) fn level(&self) -> u16 {
+        self.page.u16_at(OFF_LEVEL)
+    }
+    #[inline]
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.level() == 0
+    }
+    /// Number of entries, clamped to what the page can hold (optimistic readers may see a
+    /// torn value).
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        (self.page.u16_at(OFF_COUNT) as usize).min((self.page.size() - HEADER) / SLOT)
+    }
+    fn heap_top(&self) -> usize {
+        self.page.u32_at(OFF_HEAP_TOP) as usize
+    }
+    fn heap_live(&self) -> usize {
+        self.page.u32_at(OFF_HEAP_LIVE) as usize
+    }
+    #[inline]
+    pub(crate) fn prefix_len(&self) -> usize {
+        self.page.u16_at(OFF_PREFIX_LEN) as usize
+    }
+    #[inline]
+    fn flags(&self) -> u16 {
+        self.page.u16_at(OFF_FLAGS)
+    }
+    /// The node's layout; `Restart` for a value no layout has (a torn read).
+    pub(crate) fn layout(&self) -> Result<Layout, Restart> {
+        match (self.flags() & LAYOUT_MASK) >> LAYOUT_SHIFT {
+            0 => Ok(Layout::Slotted),
+            _ => Err(Restart),
+        }
+    }
+    #[inline]
+    pub(crate) fn upper_child(&self) -> PageId {
+        self.page.u32_at(OFF_UPPER_CHILD)
+    }
+
+    /// A copy of the policy area (see `policy`).
+    #[inline]
+    pub(crate) fn policy_area(&self) -> [u8; POLICY_AREA] {
+        let mut a = [0u8; POLICY_AREA];
+        self.page
+            .copy_to(OFF_POLICY, &mut a)
+            .expect("the header lies inside the page");
+        a
+    }
+
+    fn fence_at(&self, flag: u16, off: usize, len: usize) -> Result<Option<Vec<u8>>, Restart> {
+        if self.flags() & flag == 0 {
+            return Ok(None);
+        }
+        let off = self.page.u32_at(off) as usize;
+        let len = self.page.u16_at(len) as usize;
+        let mut out = Vec::with_capacity(len);
+        self.page.append_to(off, len, &mut out)?;
+        Ok(Some(out))
+    }
+
+    /// A copy of the lower fence (exclusive); `None` is minus infinity.
+    pub(crate) fn lower_fence(&self) -> Result<Option<Vec<u8>>, Restart> {
+        self.fence_at(HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN)
+    }
+
+    /// A copy of the upper fence (inclusive); `None` is plus infinity.
+    pub(crate) fn upper_fence(&self) -> Result<Option<Vec<u8>>, Restart> {
+        self.fence_at(HAS_UPPER, OFF_UPPER, OFF_UPPER_LEN)
+    }
+
+    /// Whether the node has an upper fence (is not the rightmost of its level).
+    #[inline]
+    pub(crate) fn has_upper_fence(&self) -> bool {
+        self.flags() & HAS_UPPER != 0
+    }
+
+    /// A copy of the prefix shared by every key of the node.
+    pub(crate) fn prefix(&self) -> Result<Vec<u8>, Restart> {
+        let len = self.prefix_len();
+        let mut out = Vec::with_capacity(len);
+        if len > 0 {
+            self.page
+                .append_to(self.page.u32_at(OFF_PREFIX) as usize, len, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// `Equal` when `key` starts with the node's prefix; otherwise how `key` orders against
+    /// the prefix.
+    #[inline]
+    pub(crate) fn key_vs_prefix(&self, key: &[u8]) -> Result<std::cmp::Ordering, Restart> {
+        let len = self.prefix_len();
+        if len == 0 {
+            return Ok(std::cmp::Ordering::Equal);
+        }
+        let off = self.page.u32_at(OFF_PREFIX) as usize;
+        let head = &key[..len.min(key.len())];
+        // `key` starts with the prefix exactly when its first `len` bytes equal it.
+        Ok(self.page.compare(off, len, head)?.reverse())
+    }
+
+    /// Whether every key in the node's fence range carries the prefix (the prefix is the
+    /// fences' common prefix); otherwise a key in range may lack it.
+    #[inline]
+    pub(crate) fn prefix_is_guaranteed(&self) -> bool {
+        self.flags() & PREFIX_FROM_KEYS == 0
+    }
+
+    /// Bytes in use: header, slots and live heap bytes.
+    pub(crate) fn used_space(&self) -> usize {
+        HEADER + self.count() * SLOT + self.heap_live()
+    }
+
+    /// Bytes that could be used after a compaction.
+    pub(crate) fn free_space(&self) -> usize {
+        self.page.size().saturating_sub(self.used_space())
+    }
+
+    fn contiguous_space(&self) -> usize {
+        self.heap_top().saturating_sub(HEADER + self.count() * SLOT)
+    }
+
+    // ---- slots and entries ----------------------------------------------------------
+
+    #[inline]
+    fn slot_head(&self, i: usize) -> u32 {
+        self.page.u32_at(HEADER + i * SLOT)
+    }
+
+    #[inline]
+    fn slot_offset(&self, i: usize) -> usize {
+        self.page.u16_at(HEADER + i * SLOT + 4) as usize
+    }
+
+    /// Starts loading bytes `from..to` of the page into the cache.
+    #[inline]
+    pub(crate) fn prefetch(&self, from: usize, to: usize) {
+        self.page.prefetch(from, to);
+    }
+
+    /// Decodes the length header at `off`: (suffix length, value length, header bytes).
+    #[inline]
+    fn lens_at(&self, off: usize) -> Result<(usize, usize, usize), Restart> {
+        let b = self.page.u8_at(off)?;
+        if b < 0x80 {
+            return Ok(((b >> 4) as usize, (b & 0x0F) as usize, 1));
+        }
+        if b < 0xC0 {
+            let v = self.page.u8_at(off + 1)?;
+            return Ok(((b & 0x3F) as usize, v as usize, 2));
+        }
+        let mut l = [0u8; 4];
+        self.page.copy_to(off + 1, &mut l)?;
+        let s = u16::from_le_bytes([l[0], l[1]]) as usize;
+        let v = u16::from_le_bytes([l[2], l[3]]) as usize;
+        Ok((s, v, 5))
+    }
+
+    /// Locates the parts of entry `i`; every offset it returns lies inside the page.
+    #[inline]
+    pub(crate) fn entry(&self, i: usize) -> Result<EntryLoc, Restart> {
+        let off = self.slot_offset(i);
+        let (suffix_len, value_len, h) = self.lens_at(off)?;
+        let rest_off = off + h;
+        let rest = suffix_len.saturating_sub(4);
+        let value_off = rest_off + rest;
+        let heap_len = h + rest + value_len;
+        self.page.check(value_off, value_len)?;
+        Ok(EntryLoc {
+            suffix_len,
+            rest_off,
+            value_off,
+            value_len,
+            heap_len,
+        })
+    }
+
+    /// Appends the value of entry `i` to `out`.
+    #[inline]
+    pub(crate) fn push_value(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+        let e = self.entry(i)?;
+        self.page.append_to(e.value_off, e.value_len, out)
+    }
+
+    /// A copy of the value of entry `i`.
+    #[inline]
+    pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>, Restart> {
+        let e = self.entry(i)?;
+        let mut out = Vec::with_capacity(e.value_len);
+        self.page.append_to(e.value_off, e.value_len, &mut out)?;
+        Ok(out)
+    }
+
+    /// Copies the value of entry `i` into the front of `buf` and returns its length, or
+    /// `None` (copying nothing) if it is longer than `buf`.
+    #[inline]
+    pub(crate) fn copy_value(&self, i: usize, buf: &mut [u8]) -> Result<Option<usize>, Restart> {
+        let e = self.entry(i)?;
+        match buf.get_mut(..e.value_len) {
+            Some(dst) => {
+                self.page.copy_to(e.value_off, dst)?;
+                Ok(Some(e.value_len))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The child id at slot `i` of an inner node (or `upper_child` for `i == count`).
+    #[inline]
+    pub(crate) fn child(&self, i: usize) -> Result<PageId, Restart> {
+        if i >= self.count() {
+            return Ok(self.upper_child());
+        }
+        let e = self.entry(i)?;
+        if e.value_len != 4 {
+            return Err(Restart);
+        }
+        let mut v = [0u8; 4];
+        self.page.copy_to(e.value_off, &mut v)?;
+        Ok(u32::from_ne_bytes(v))
+    }
+
+    /// Appends the suffix of key `i` (the key without the node prefix) to `out`.
+    pub(crate) fn push_suffix(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+        let e = self.entry(i)?;
+        let head = self.slot_head(i).to_be_bytes();
+        out.extend_from_slice(&head[..e.suffix_len.min(4)]);
+        self.page
+            .append_to(e.rest_off, e.suffix_len.saturating_sub(4), out)
+    }
+
+    /// Appends the full key `i` to `out`.
+    pub(crate) fn push_key(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+        let len = self.prefix_len();
+        if len > 0 {
+            self.page
+                .append_to(self.page.u32_at(OFF_PREFIX) as usize, len, out)?;
+        }
+        self.push_suffix(i, out)
+    }
+
+    /// The full key `i`.
+    pub(crate) fn key(&self, i: usize) -> Result<Vec<u8>, Restart> {
+        let mut k = Vec::with_capacity(self.prefix_len() + 8);
+        self.push_key(i, &mut k)?;
+        Ok(k)
+    }
+}
+
+/// What entitles its holder to write one page. Implemented by an exclusive latch guard of
+/// that page, an [`OwnerToken`] and the node layer's own scratch buffers; segmented leaves
+/// will add a guard of one segment.
+pub(crate) trait WriteCapability {
+    /// Whether this capability covers the page at `addr`.
+    fn covers(&self, addr: *mut u8) -> bool;
+}
+
+impl WriteCapability for ExclusiveGuard<'_> {
+    #[inline]
+    fn covers(&self, addr: *mut u8) -> bool {
+        self.latch_addr() == addr as usize
+    }
+}
+
+/// The right of a thread that owns a whole sub-tree (the partition executor of a
+/// multi-rooted tree) to write its pages without latching them. No other thread reads or
+/// writes pages of an owned sub-tree, so one token covers all of them.
+#[derive(Debug)]
+pub(crate) struct OwnerToken {
+    _private: (),
+}
+
+impl OwnerToken {
+    /// # Safety
+    /// The caller guarantees that, while the token lives, no other thread reads or writes
+    /// the pages it is used on.
+    #[allow(dead_code)] // made by the partition executor (issue "Partitions") and tests
+    pub(crate) unsafe fn new() -> OwnerToken {
+        OwnerToken { _private: () }
+    }
+}
+
+impl WriteCapability for OwnerToken {
+    #[inline]
+    fn covers(&self, _addr: *mut u8) -> bool {
+        true
+    }
+}
+
+/// A writable view of one page, borrowed from a write capability for `'g`.
+#[derive(Debug)]
+pub(crate) struct NodeMut<'g> {
+    node: Node,
+    _cap: PhantomData<&'g mut ()>,
+}
+
+impl<'g> NodeMut<'g> {
+    /// The writable view of `node` under `cap`. Panics if `cap` is a guard of another page
+    /// (a programming error).
+    #[inline]
+    pub(crate) fn new(node: Node, cap: &'g mut impl WriteCapability) -> NodeMut<'g> {
+        assert!(
+            cap.covers(node.page.addr()),
+            "a node write needs a capability for that very page"
+        );
+        NodeMut {
+            node,
+            _cap: PhantomData,
+        }
+    }
+
+    /// The read view (a copy of the page handle).
+    #[inline]
+    pub(crate) fn node(&self) -> Node {
+        self.node
+    }
+
+    /// The value bytes of entry `i`, writable.
+    pub(crate) fn value_mut(&mut self, i: usize) -> &mut [u8] {
+        let e = self.node.entry(i).expect("entry of a writable node");
+        // SAFETY: the write capability `self` borrows excludes every other writer of the
+        // page, optimistic readers form no references over page bytes, and `&mut self`
+        // makes this the only borrow.
+        unsafe { self.node.page.slice_mut(e.value_off, e.value_len) }
+    }
+
+    #[inline]
+    fn bytes_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+        // SAFETY: the write capability excludes other writers and optimistic readers never
+        // form references over page bytes; the borrow ends with `&mut self`.
+        unsafe { self.node.page.slice_mut(off, len) }
+    }
+
+    #[inline]
+    fn write_u16(&mut self, off: usize, v: u16) {
+        self.bytes_mut(off, 2).copy_from_slice(&v.to_ne_bytes());
+    }
+
+    #[inline]
+    fn write_u32(&mut self, off: usize, v: u32) {
+        self.bytes_mut(off, 4).copy_from_slice(&v.to_ne_bytes());
+    }
+
+    pub(crate) fn set_upper_child(&mut self, pid: PageId) {
+        self.write_u32(OFF_UPPER_CHILD, pid);
+    }
+
+    /// Overwrites the policy area (see `policy`).
+    #[inline]
+    pub(crate) fn set_policy_area(&mut self, area: [u8; POLICY_AREA]) {
+        self.bytes_mut(OFF_POLICY, POLICY_AREA)
+            .copy_from_slice(&area);
+    }
+}
+
+impl std::ops::Deref for NodeMut<'_> {
+    type Target = Node;
+    #[inline]
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+/// Value bytes borrowed in place under a shared latch guard of the page.
+pub(crate) struct Stable<'g> {
+    node: Node,
+    _guard: PhantomData<&'g SharedGuard<'g>>,
+}
+
+impl<'g> Stable<'g> {
+    /// Panics if `guard` latches another page (a programming error).
+    pub(crate) fn new(node: Node, guard: &'g SharedGuard<'g>) -> Stable<'g> {
+        assert_eq!(
+            guard.latch_addr(),
+            node.page.addr() as usize,
+            "a stable read needs a guard of that very page"
+        );
+        Stable {
+            node,
+            _guard: PhantomData,
+        }
+    }
+
+    /// The value bytes of entry `i`.
+    pub(crate) fn value(&self, i: usize) -> Result<&'g [u8], Restart> {
+        let e = self.node.entry(i)?;
+        // SAFETY: the shared guard borrowed for `'g` excludes every writer of the page.
+        unsafe { self.node.page.slice(e.value_off, e.value_len) }
+    }
+}

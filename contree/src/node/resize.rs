@@ -1,0 +1,200 @@
+//! Splitting a node at a chosen position and merging two neighbours, with the exact sizes
+//! both would produce (prefixes and fences change, so sizes are computed, not estimated).
+
+use super::{entry_space, node_prefix, node_size, Builder, Fence, Node, NodeMut, Scratch};
+use crate::sync::Restart;
+
+impl Node {
+    /// The prefix the part `range` of this node's keys would use under the given fences.
+    fn prefix_for(
+        &self,
+        lower: Fence,
+        upper: Fence,
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<u8>, Restart> {
+        let (first, last) = if range.is_empty() {
+            (None, None)
+        } else {
+            (Some(self.key(range.start)?), Some(self.key(range.end - 1)?))
+        };
+        Ok(node_prefix(lower, upper, first.as_deref(), last.as_deref()).to_vec())
+    }
+
+    /// The page bytes the two halves of a split at `sep_pos` would need (see
+    /// [`NodeMut::split`]): headers, fences, and every entry re-encoded under its half's new
+    /// prefix.
+    pub(crate) fn split_sizes(&self, sep_pos: usize) -> Result<(usize, usize), Restart> {
+        let count = self.count();
+        let lower = self.lower_fence()?;
+        let upper = self.upper_fence()?;
+        let sep = self.key(sep_pos)?;
+        let plen = self.prefix_len();
+        let left_end = if self.is_leaf() { sep_pos + 1 } else { sep_pos };
+        let left_plen = self
+            .prefix_for(lower.as_deref(), Some(&sep), 0..left_end)?
+            .len();
+        let right_plen = self
+            .prefix_for(Some(&sep), upper.as_deref(), sep_pos + 1..count)?
+            .len();
+        let (mut left, mut right) = (0, 0);
+        for i in 0..count {
+            let e = self.entry(i)?;
+            let full = plen + e.suffix_len;
+            if i < left_end {
+                left += entry_space(full - left_plen.min(full), e.value_len);
+            } else if i > sep_pos {
+                right += entry_space(full - right_plen.min(full), e.value_len);
+            }
+        }
+        let lower_len = lower.map_or(0, |f| f.len());
+        let upper_len = upper.map_or(0, |f| f.len());
+        Ok((
+            node_size(left_plen, lower_len + sep.len(), left),
+            node_size(right_plen, sep.len() + upper_len, right),
+        ))
+    }
+
+    /// The split position nearest to `preferred` at which both halves fit in a page.
+    /// Such a position always exists because entries and keys are at most a quarter and a
+    /// sixteenth of a page (see `Config::max_value_len`).
+    pub(crate) fn choose_split(&self, preferred: usize) -> Result<usize, Restart> {
+        let count = self.count();
+        let size = self.page_size();
+        let fits = |pos: usize| -> Result<bool, Restart> {
+            let (l, r) = self.split_sizes(pos)?;
+            Ok(l <= size && r <= size)
+        };
+        for distance in 0..count {
+            for pos in [
+                preferred.checked_sub(distance),
+                preferred.checked_add(distance),
+            ] {
+                match pos {
+                    Some(p) if p < count && (distance > 0 || p == preferred) && fits(p)? => {
+                        return Ok(p)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Err(Restart)
+    }
+
+    /// Space the merge of `left` into `right` would need, with `sep` being the parent key
+    /// between them (inner nodes pull it down).
+    pub(crate) fn merged_space(left: &Node, right: &Node, sep: &[u8]) -> Result<usize, Restart> {
+        let lower = left.lower_fence()?;
+        let upper = right.upper_fence()?;
+        let plen = Self::merged_prefix(left, right, sep)?.len();
+        let mut entries = 0;
+        for n in [left, right] {
+            let grow = n.prefix_len() - plen.min(n.prefix_len());
+            for i in 0..n.count() {
+                let e = n.entry(i)?;
+                entries += entry_space(e.suffix_len + grow, e.value_len);
+            }
+        }
+        if !left.is_leaf() {
+            entries += entry_space(sep.len() - plen, 4);
+        }
+        let fences = lower.map_or(0, |f| f.len()) + upper.map_or(0, |f| f.len());
+        Ok(node_size(plen, fences, entries))
+    }
+
+    /// The prefix of the node that merging `left` into `right` produces.
+    fn merged_prefix(left: &Node, right: &Node, sep: &[u8]) -> Result<Vec<u8>, Restart> {
+        let lower = left.lower_fence()?;
+        let upper = right.upper_fence()?;
+        let first = if left.count() > 0 {
+            Some(left.key(0)?)
+        } else if !left.is_leaf() {
+            Some(sep.to_vec())
+        } else if right.count() > 0 {
+            Some(right.key(0)?)
+        } else {
+            None
+        };
+        let last = if right.count() > 0 {
+            Some(right.key(right.count() - 1)?)
+        } else if !left.is_leaf() {
+            Some(sep.to_vec())
+        } else if left.count() > 0 {
+            Some(left.key(left.count() - 1)?)
+        } else {
+            None
+        };
+        Ok(node_prefix(
+            lower.as_deref(),
+            upper.as_deref(),
+            first.as_deref(),
+            last.as_deref(),
+        )
+        .to_vec())
+    }
+}
+
+impl NodeMut<'_> {
+    /// Splits this node at `sep_pos`: a fresh page `left` receives the lower part, this node
+    /// keeps the upper part, and the separator key (the new upper fence of `left`) is
+    /// returned for the parent. Leaves keep entry `sep_pos` in `left`; inner nodes move its
+    /// child to `left.upper_child` and push its key up. `sep_pos` must be below `count`.
+    /// Both halves start with a cleared policy area.
+    pub(crate) fn split(&mut self, left: NodeMut<'_>, sep_pos: usize) -> Vec<u8> {
+        let node = self.node();
+        let count = node.count();
+        assert!(sep_pos < count, "split position out of range");
+        let sep = node.key(sep_pos).expect("writable");
+        let lower = node.lower_fence().expect("writable");
+        let upper = node.upper_fence().expect("writable");
+        let level = node.level();
+        let left_end = if level == 0 { sep_pos + 1 } else { sep_pos };
+        let left_prefix = node
+            .prefix_for(lower.as_deref(), Some(&sep), 0..left_end)
+            .expect("writable");
+        let right_prefix = node
+            .prefix_for(Some(&sep), upper.as_deref(), sep_pos + 1..count)
+            .expect("writable");
+        // Left half into the fresh page.
+        {
+            let mut b = Builder::new(left, level, lower.as_deref(), Some(&sep), &left_prefix);
+            if level == 0 {
+                b.copy_range(&node, 0..sep_pos + 1);
+                b.finish(0);
+            } else {
+                b.copy_range(&node, 0..sep_pos);
+                b.finish(node.child(sep_pos).expect("writable"));
+            }
+        }
+        // Right half rebuilt in place through a scratch page.
+        let mut scratch = Scratch::new(node.page_size());
+        {
+            let mut b = scratch.builder(level, Some(&sep), upper.as_deref(), &right_prefix);
+            b.copy_range(&node, sep_pos + 1..count);
+            b.finish(node.upper_child());
+        }
+        scratch.copy_into(self);
+        sep
+    }
+
+    /// Merges `left` (its left neighbour under the same parent) into this node. `sep` is the
+    /// parent key between them. The caller checked that `merged_space` fits and frees `left`
+    /// afterwards. The merged node starts with a cleared policy area.
+    pub(crate) fn merge_from_left(&mut self, left: &Node, sep: &[u8]) {
+        let node = self.node();
+        let lower = left.lower_fence().expect("latched");
+        let upper = node.upper_fence().expect("writable");
+        let prefix = Node::merged_prefix(left, &node, sep).expect("latched");
+        let level = node.level();
+        let mut scratch = Scratch::new(node.page_size());
+        {
+            let mut b = scratch.builder(level, lower.as_deref(), upper.as_deref(), &prefix);
+            b.copy_range(left, 0..left.count());
+            if level != 0 {
+                b.push(sep, &left.upper_child().to_ne_bytes());
+            }
+            b.copy_range(&node, 0..node.count());
+            b.finish(node.upper_child());
+        }
+        scratch.copy_into(self);
+    }
+}

@@ -1,0 +1,105 @@
+//! Search inside one node: heads first, whole suffixes only inside a run of equal heads.
+//! Safe to run optimistically (see the module doc of `node`).
+
+use super::{head_of, Node, DESCENT_PREFETCH, HEADER, SLOT};
+use crate::sync::Restart;
+use std::cmp::Ordering;
+
+impl Node {
+    /// Compares the suffix of entry `i` with `suffix` whose head is `head`.
+    #[inline]
+    fn cmp_entry(&self, i: usize, head: u32, suffix: &[u8]) -> Result<Ordering, Restart> {
+        let h = self.slot_head(i);
+        if h != head {
+            return Ok(h.cmp(&head));
+        }
+        let e = self.entry(i)?;
+        if e.suffix_len < 4 || suffix.len() < 4 {
+            return Ok(e.suffix_len.cmp(&suffix.len()));
+        }
+        self.raw()
+            .compare(e.rest_off, e.suffix_len - 4, &suffix[4..])
+    }
+
+    /// The first position whose key is `>= key`, and whether that key equals `key`.
+    /// `key` must lie in the node's fence range (then it carries the node's prefix); under
+    /// an optimistic race it may not, and the result is garbage but memory-safe.
+    #[inline]
+    pub(crate) fn lower_bound(&self, key: &[u8]) -> Result<(usize, bool), Restart> {
+        let plen = self.prefix_len();
+        let count = self.count();
+        if plen > 0 && !self.prefix_is_guaranteed() {
+            // The prefix comes from the keys; a key without it sorts before or after all of
+            // them.
+            match self.key_vs_prefix(key)? {
+                Ordering::Equal => {}
+                Ordering::Less => return Ok((0, false)),
+                Ordering::Greater => return Ok((count, false)),
+            }
+        } else if key.len() < plen {
+            // Only possible under a race or for a key outside the node's fences.
+            return Err(Restart);
+        }
+        let suffix = &key[plen..];
+        let head = head_of(suffix);
+        if self.is_leaf() {
+            // The descent already prefetched the first `DESCENT_PREFETCH` bytes.
+            self.prefetch(DESCENT_PREFETCH, HEADER + count * SLOT);
+        }
+        if count == 0 {
+            return Ok((0, false));
+        }
+        // Appends (auto-increment keys) go past the last key: decide them with one
+        // comparison. On the right edge of the tree nodes have no upper fence and hence no
+        // prefix, so all heads of small integer keys are equal there and a search would
+        // compare whole suffixes at every step.
+        match self.cmp_entry(count - 1, head, suffix)? {
+            Ordering::Less => return Ok((count, false)),
+            Ordering::Equal => return Ok((count - 1, true)),
+            Ordering::Greater => {}
+        }
+        // Heads decide most comparisons: find the run of slots whose head equals the key's.
+        let mut lo = self.first_head_at_least(head, 0, count - 1);
+        if lo == count || self.slot_head(lo) != head {
+            return Ok((lo, false));
+        }
+        let mut hi = if lo + 1 == count || self.slot_head(lo + 1) != head {
+            lo + 1
+        } else if head == u32::MAX {
+            count
+        } else {
+            self.first_head_at_least(head + 1, lo + 1, count)
+        };
+        // Inside the run, compare whole suffixes.
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.cmp_entry(mid, head, suffix)? {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok((mid, true)),
+            }
+        }
+        Ok((lo, false))
+    }
+
+    /// The first slot in `from..to` whose head is `>= head` (branch-free binary search).
+    #[inline]
+    fn first_head_at_least(&self, head: u32, from: usize, to: usize) -> usize {
+        if from >= to {
+            return to;
+        }
+        let mut base = from;
+        let mut n = to - from;
+        while n > 1 {
+            let half = n / 2;
+            let mid = base + half;
+            base = if self.slot_head(mid) < head {
+                mid
+            } else {
+                base
+            };
+            n -= half;
+        }
+        base + (self.slot_head(base) < head) as usize
+    }
+}

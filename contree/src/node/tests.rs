@@ -1,0 +1,238 @@
+//! Unit tests of the node layer (also run under Miri: see the README).
+
+use super::*;
+
+fn insert(n: &mut NodeMut, key: &[u8], value: &[u8]) -> bool {
+    let (pos, found) = n.lower_bound(key).unwrap();
+    assert!(!found);
+    n.insert_at(pos, key, value)
+}
+
+fn keys(n: &Node) -> Vec<Vec<u8>> {
+    (0..n.count()).map(|i| n.key(i).unwrap()).collect()
+}
+
+#[test]
+fn search_finds_inserted_keys_in_order() {
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    let ks: Vec<&[u8]> = vec![
+        b"m",
+        b"",
+        b"abcd",
+        b"abc",
+        b"abcde",
+        b"ab\0",
+        b"ab",
+        b"zzzzzzzz",
+    ];
+    for k in &ks {
+        assert!(insert(&mut n, k, k));
+    }
+    let mut sorted = ks.clone();
+    sorted.sort();
+    assert_eq!(
+        keys(&n),
+        sorted.iter().map(|k| k.to_vec()).collect::<Vec<_>>()
+    );
+    for k in &ks {
+        let (pos, found) = n.lower_bound(k).unwrap();
+        assert!(found);
+        assert_eq!(n.value(pos).unwrap(), *k);
+    }
+    assert_eq!(n.lower_bound(b"abcc").unwrap(), (4, false));
+    assert_eq!(n.lower_bound(b"zzzzzzzzz").unwrap(), (8, false));
+}
+
+#[test]
+fn insert_until_full_then_remove_and_compact() {
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    let mut i = 0u32;
+    while insert(&mut n, &(i * 7).to_be_bytes(), &[i as u8; 20]) {
+        i += 1;
+    }
+    assert!(i > 100, "only {i} entries fit");
+    let before = n.free_space();
+    for j in (0..i).step_by(2) {
+        let (pos, found) = n.lower_bound(&(j * 7).to_be_bytes()).unwrap();
+        assert!(found);
+        n.remove_at(pos);
+    }
+    assert!(n.free_space() > before);
+    // Fragmented space is reused through compaction.
+    let mut added = 0;
+    while insert(&mut n, &(100_000 + added as u32).to_be_bytes(), &[1; 20]) {
+        added += 1;
+    }
+    assert!(added >= (i / 2) as usize - 1);
+    assert_eq!(n.used_space() + n.free_space(), 4096);
+}
+
+#[test]
+fn split_at_every_position_keeps_all_keys_and_fences() {
+    for sep in 0..20 {
+        let mut p = Scratch::new(4096);
+        let mut q = Scratch::new(4096);
+        let mut n = p.node_mut();
+
+        n.init(0, Some(b"key0"), Some(b"key9"), b"key");
+        assert_eq!(n.prefix_len(), 3);
+        let all: Vec<Vec<u8>> = (0..20)
+            .map(|i| format!("key1{i:03}").into_bytes())
+            .collect();
+        for k in &all {
+            assert!(insert(&mut n, k, b"v"));
+        }
+        let s = n.split(q.node_mut(), sep);
+        let left = q.node();
+        assert_eq!(s, all[sep]);
+        assert_eq!(keys(&left), all[..=sep].to_vec());
+        assert_eq!(keys(&n), all[sep + 1..].to_vec());
+        assert_eq!(left.lower_fence().unwrap(), Some(b"key0".to_vec()));
+        assert_eq!(left.upper_fence().unwrap(), Some(s.clone()));
+        assert_eq!(n.lower_fence().unwrap(), Some(s.clone()));
+        assert_eq!(n.upper_fence().unwrap(), Some(b"key9".to_vec()));
+        // Each half's prefix is its keys' common prefix, at least the fences' "key".
+        for half in [&n.node(), &left] {
+            let p = half.prefix().unwrap();
+            assert!(p.starts_with(b"key"));
+            assert!(keys(half).iter().all(|k| k.starts_with(&p)));
+        }
+    }
+}
+
+#[test]
+fn inner_split_pushes_the_separator_up() {
+    let mut p = Scratch::new(4096);
+    let mut q = Scratch::new(4096);
+    let mut n = p.node_mut();
+
+    n.init(1, None, None, b"");
+    for i in 0..10u32 {
+        assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
+    }
+    n.set_upper_child(999);
+    let sep = n.split(q.node_mut(), 4);
+    let left = q.node();
+    assert_eq!(sep, vec![8]);
+    assert_eq!(left.count(), 4);
+    assert_eq!(left.upper_child(), 104);
+    assert_eq!(n.count(), 5);
+    assert_eq!(n.upper_child(), 999);
+    assert_eq!(n.child(0).unwrap(), 105);
+}
+
+#[test]
+fn merge_restores_the_original_node() {
+    let mut p = Scratch::new(4096);
+    let mut q = Scratch::new(4096);
+    let mut n = p.node_mut();
+
+    n.init(0, Some(b"a"), Some(b"z"), b"");
+    let all: Vec<Vec<u8>> = (0..30).map(|i| format!("m{i:02}").into_bytes()).collect();
+    for k in &all {
+        assert!(insert(&mut n, k, k));
+    }
+    let sep = n.split(q.node_mut(), 11);
+    let left = q.node();
+    let need = Node::merged_space(&left, &n, &sep).unwrap();
+    assert!(need <= 4096);
+    n.merge_from_left(&left, &sep);
+    assert_eq!(keys(&n), all);
+    assert_eq!(n.lower_fence().unwrap(), Some(b"a".to_vec()));
+    assert_eq!(n.upper_fence().unwrap(), Some(b"z".to_vec()));
+    for (i, k) in all.iter().enumerate() {
+        assert_eq!(n.value(i).unwrap(), &k[..]);
+    }
+}
+
+#[test]
+fn inner_merge_pulls_the_separator_down() {
+    let mut p = Scratch::new(4096);
+    let mut q = Scratch::new(4096);
+    let mut n = p.node_mut();
+
+    n.init(1, None, None, b"");
+    for i in 0..10u32 {
+        assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
+    }
+    n.set_upper_child(999);
+    let sep = n.split(q.node_mut(), 4);
+    let left = q.node();
+    n.merge_from_left(&left, &sep);
+    assert_eq!(n.count(), 10);
+    for i in 0..10 {
+        assert_eq!(n.key(i).unwrap(), vec![i as u8 * 2]);
+        assert_eq!(n.child(i).unwrap(), 100 + i as u32);
+    }
+    assert_eq!(n.upper_child(), 999);
+}
+
+#[test]
+fn raw_compare_and_heads_match_slice_order() {
+    let samples: Vec<&[u8]> = vec![
+        b"",
+        b"\0",
+        b"\0\0",
+        b"a",
+        b"a\0",
+        b"ab",
+        b"abcdefgh",
+        b"abcdefg\xff",
+        b"\xff",
+        b"abcdefghijklmnopq",
+        b"abcdefghijklmnopr",
+        b"abcdefghij",
+    ];
+    let mut scratch = Scratch::new(4096);
+    let raw = scratch.node().raw();
+    for a in &samples {
+        // Write `a` into the page, then compare it against every sample in place.
+        scratch
+            .node_mut()
+            .bytes_mut(100, a.len())
+            .copy_from_slice(a);
+        for b in &samples {
+            assert_eq!(
+                raw.compare(100, a.len(), b).unwrap(),
+                a.cmp(b),
+                "{a:?} vs {b:?}"
+            );
+        }
+        let mut padded = a.to_vec();
+        padded.resize(4, 0);
+        assert_eq!(
+            head_of(a),
+            u32::from_be_bytes(padded[..4].try_into().unwrap())
+        );
+    }
+    assert!(raw.compare(4090, 8, b"").is_err());
+}
+
+#[test]
+fn a_capability_of_another_page_is_refused() {
+    let mut a = Scratch::new(4096);
+    let mut b = Scratch::new(4096);
+    let node = a.node();
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        NodeMut::new(node, &mut b);
+    }));
+    assert!(refused.is_err());
+}
+
+#[test]
+fn large_keys_and_values_use_long_length_headers() {
+    let mut p = Scratch::new(8192);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    let k = vec![7u8; 300];
+    let v = vec![9u8; 2000];
+    assert!(insert(&mut n, &k, &v));
+    let (pos, found) = n.lower_bound(&k).unwrap();
+    assert!(found);
+    assert_eq!(n.value(pos).unwrap(), &v[..]);
+    assert_eq!(n.key(pos).unwrap(), k);
+}

@@ -1,0 +1,9 @@
+//! The operations of [`Tree`](crate::Tree), each with its docs and its code in one place:
+//! point reads (`read`), point writes (`write`) and ranges (`scan`).
+
+mod read;
+mod scan;
+mod write;
+
+pub use read::GET_WITH_INLINE;
+pub use scan::Range;

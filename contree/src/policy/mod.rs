@@ -1,0 +1,177 @@
+//! Leaf policies: the mechanisms that adapt a leaf to how threads use it, behind one seam.
+//!
+//! The data path asks the policies at named points and acts on their answer:
+//! * [`before_latch`](LeafPolicies::before_latch): before a writer latches its leaf; a policy
+//!   may divert the operation (hot-spot handling will buffer appends here). Today every
+//!   operation proceeds.
+//! * [`latch_busy`](LeafPolicies::latch_busy): the leaf latch was found taken, before the
+//!   writer waits for it.
+//! * [`latched`](LeafPolicies::latched): the latch was acquired, with or without a slow path
+//!   (the `latch-stats` counters).
+//! * [`after_change`](LeafPolicies::after_change): after a leaf change under the latch;
+//!   Contention Split answers with a key to split at.
+//! * [`before_split`](LeafPolicies::before_split): before a leaf is split for space; a policy
+//!   may choose the split position (segmented leaves will reorganise instead).
+//! * [`may_merge`](LeafPolicies::may_merge): before a leaf is merged or packed by XMerge.
+//!
+//! **State.** Mechanism state that lives on the page is confined to the node header's policy
+//! area (12 bytes), which the node layer treats as opaque and keeps across in-place rebuilds;
+//! this module alone decides its layout ([`PolicyArea`]). State that only hot leaves need and
+//! that does not fit there will live off the page, keyed by page id.
+
+mod contention;
+
+use crate::config::Config;
+use crate::node::{Node, NodeMut, POLICY_AREA};
+use crate::sync::{ExclusiveGuard, StripedCounters};
+pub(crate) use contention::ContentionSplit;
+
+/// The decoded policy area of a leaf.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PolicyArea {
+    /// Contention Split: sampled changes in the current period.
+    pub sampled: u16,
+    /// Contention Split: sampled changes that found the latch taken.
+    pub sampled_slow: u16,
+    /// Contention Split: the slot of the last sampled change.
+    pub last_slot: Option<u16>,
+    /// Contention Split split this leaf and no period has ended without contention since:
+    /// merges and XMerge leave it alone.
+    pub hot: bool,
+    /// `latch-stats`: the thread id of the last exclusive holder (0: none).
+    pub last_holder: u32,
+}
+
+impl PolicyArea {
+    /// Layout: sampled u16, sampled_slow u16, last slot + 1 u16 (0: none), hot u16,
+    /// last holder u32; all native-endian.
+    pub(crate) fn read(node: &Node) -> PolicyArea {
+        let a = node.policy_area();
+        let u16_at = |i: usize| u16::from_ne_bytes([a[i], a[i + 1]]);
+        PolicyArea {
+            sampled: u16_at(0),
+            sampled_slow: u16_at(2),
+            last_slot: u16_at(4).checked_sub(1),
+            hot: u16_at(6) != 0,
+            last_holder: u32::from_ne_bytes([a[8], a[9], a[10], a[11]]),
+        }
+    }
+
+    pub(crate) fn write(&self, node: &mut NodeMut) {
+        let mut a = [0u8; POLICY_AREA];
+        a[0..2].copy_from_slice(&self.sampled.to_ne_bytes());
+        a[2..4].copy_from_slice(&self.sampled_slow.to_ne_bytes());
+        a[4..6].copy_from_slice(&self.last_slot.map_or(0, |s| s + 1).to_ne_bytes());
+        a[6..8].copy_from_slice(&(self.hot as u16).to_ne_bytes());
+        a[8..12].copy_from_slice(&self.last_holder.to_ne_bytes());
+        node.set_policy_area(a);
+    }
+}
+
+/// What a policy asks of an operation before the leaf latch is taken.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Divert {
+    /// Go on as usual.
+    Proceed,
+}
+
+/// Where a leaf split for space should cut.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SplitAdvice {
+    /// The tree's default: the middle, or the end for appends.
+    Default,
+}
+
+/// The policies of one tree, fixed at creation from its `Config`.
+#[derive(Debug)]
+pub(crate) struct LeafPolicies {
+    contention: ContentionSplit,
+}
+
+impl LeafPolicies {
+    pub(crate) fn new(config: &Config) -> LeafPolicies {
+        LeafPolicies {
+            contention: ContentionSplit::new(config),
+        }
+    }
+
+    /// Before a writer latches the leaf for `key`.
+    #[inline]
+    pub(crate) fn before_latch(&self, _key: &[u8]) -> Divert {
+        Divert::Proceed
+    }
+
+    /// The leaf latch was found taken; the writer waits next.
+    #[inline]
+    pub(crate) fn latch_busy(&self) {}
+
+    /// The leaf latch was acquired; `guard.slow_path()` tells whether it waited.
+    #[inline]
+    pub(crate) fn latched(
+        &self,
+        node: Node,
+        guard: &mut ExclusiveGuard,
+        counters: &StripedCounters,
+    ) {
+        #[cfg(feature = "latch-stats")]
+        latch_stats(node, guard, counters);
+        #[cfg(not(feature = "latch-stats"))]
+        let _ = (node, guard, counters);
+    }
+
+    /// After a change of slot `pos` of the latched leaf `node`; returns the key to split the
+    /// leaf after when Contention Split decides to.
+    #[inline]
+    pub(crate) fn after_change(
+        &self,
+        node: &mut NodeMut,
+        pos: usize,
+        slow_path: bool,
+    ) -> Option<Vec<u8>> {
+        let mid = self.contention.after_change(node, pos, slow_path)?;
+        node.key(mid).ok()
+    }
+
+    /// Before the latched leaf `node` is split for space.
+    #[inline]
+    pub(crate) fn before_split(&self, _node: &Node) -> SplitAdvice {
+        SplitAdvice::Default
+    }
+
+    /// Whether `node` may be merged into a neighbour or packed by XMerge.
+    #[inline]
+    pub(crate) fn may_merge(node: &Node) -> bool {
+        !node.is_leaf() || !PolicyArea::read(node).hot
+    }
+
+    /// Marks both halves of a Contention Split as hot.
+    pub(crate) fn contention_split_done(node: &mut NodeMut) {
+        let mut area = PolicyArea::read(node);
+        area.hot = true;
+        area.write(node);
+    }
+}
+
+/// `latch-stats`: counts a slow exclusive acquisition and a handoff (the previous holder of
+/// this leaf's latch was another thread).
+#[cfg(feature = "latch-stats")]
+fn latch_stats(node: Node, guard: &mut ExclusiveGuard, counters: &StripedCounters) {
+    use crate::sync::Counter;
+    thread_local! {
+        static ID: u32 = {
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        };
+    }
+    if guard.slow_path() {
+        counters.add(Counter::LatchSlowPaths, 1);
+    }
+    let me = ID.with(|id| *id);
+    let mut node = NodeMut::new(node, guard);
+    let mut area = PolicyArea::read(&node);
+    let prev = std::mem::replace(&mut area.last_holder, me);
+    area.write(&mut node);
+    if prev != 0 && prev != me {
+        counters.add(Counter::LatchHandoffs, 1);
+    }
+}

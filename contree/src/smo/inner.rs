@@ -1,0 +1,88 @@
+//! The one place through which every change of an inner node passes: separators added by
+//! splits and removed by merges, roots grown and collapsed, inner nodes split, merged and
+//! rewritten by XMerge. Each change bumps `Events::inner_changes` under the latch of the
+//! node it changes; upper-level replicas (NUMA) will hook here to follow the changes.
+//!
+//! Leaf changes of the same shapes (a leaf split or merge) go through the same functions and
+//! are not counted.
+
+use crate::engine::TreeCore;
+use crate::node::{NodeMut, Scratch};
+use crate::page::PageId;
+use std::sync::atomic::Ordering;
+
+impl TreeCore {
+    fn inner_changed(&self) {
+        self.events.inner_changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds separator `sep` with left child `left` to the latched parent; the caller checked
+    /// that it fits.
+    pub(crate) fn add_separator(&self, parent: &mut NodeMut, sep: &[u8], left: PageId) {
+        let (pos, found) = parent.lower_bound(sep).expect("latched");
+        debug_assert!(!found);
+        let ok = parent.insert_entry(pos, sep, &left.to_ne_bytes());
+        assert!(ok, "separator must fit: checked before the split");
+        self.inner_changed();
+    }
+
+    /// Removes the separator at `pos` of the latched parent (its left child was merged away).
+    pub(crate) fn remove_separator(&self, parent: &mut NodeMut, pos: usize) {
+        parent.remove_at(pos);
+        self.inner_changed();
+    }
+
+    /// Formats the fresh page `root` (id `root_pid`) as a root over `left` and `right`
+    /// separated by `sep`, and publishes it. The meta latch is held exclusively.
+    pub(crate) fn grow_root(
+        &self,
+        mut root: NodeMut,
+        root_pid: PageId,
+        level: u16,
+        sep: &[u8],
+        left: PageId,
+        right: PageId,
+    ) {
+        root.init(level, None, None, &[]);
+        let ok = root.insert_entry(0, sep, &left.to_ne_bytes());
+        assert!(ok, "a fresh root holds one separator");
+        root.set_upper_child(right);
+        self.set_root(root_pid);
+        self.inner_changed();
+    }
+
+    /// Replaces the latched, keyless inner root `root_pid` by its only child and frees it.
+    /// The meta latch is held exclusively.
+    pub(crate) fn collapse_root(&self, root_pid: PageId, child: PageId) {
+        self.set_root(child);
+        self.free(root_pid);
+        self.inner_changed();
+    }
+
+    /// Splits the latched `node` at `sep_pos` into the fresh, latched `left`; returns the
+    /// separator.
+    pub(crate) fn split_node(&self, node: &mut NodeMut, left: NodeMut, sep_pos: usize) -> Vec<u8> {
+        let inner = !node.is_leaf();
+        let sep = node.split(left, sep_pos);
+        if inner {
+            self.inner_changed();
+        }
+        sep
+    }
+
+    /// Merges the latched `left` into its latched right neighbour `right`.
+    pub(crate) fn merge_nodes(&self, right: &mut NodeMut, left: &crate::node::Node, sep: &[u8]) {
+        right.merge_from_left(left, sep);
+        if !right.is_leaf() {
+            self.inner_changed();
+        }
+    }
+
+    /// Overwrites the latched `node` with the node built in `scratch` (XMerge).
+    pub(crate) fn rewrite_node(&self, node: &mut NodeMut, scratch: &mut Scratch) {
+        scratch.copy_into(node);
+        if !node.is_leaf() {
+            self.inner_changed();
+        }
+    }
+}

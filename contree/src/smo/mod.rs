@@ -1,0 +1,12 @@
+//! Structure changes: splits (`split`), merges after removals (`merge`) and XMerge
+//! (`xmerge`). Every change of an inner node, whichever of these makes it, passes through
+//! `inner`.
+//!
+//! Structure changes latch top-down (parent before child) so latches are always taken in
+//! tree order; merges and XMerge take latches only with `try`, so they never wait and never
+//! slow the data path down.
+
+mod inner;
+mod merge;
+mod split;
+pub(crate) mod xmerge;

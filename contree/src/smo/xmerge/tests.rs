@@ -1,0 +1,251 @@
+use super::*;
+use crate::engine::Target;
+use crate::node::NodeMut;
+use crate::policy::LeafPolicies;
+use crate::space::Rng;
+use crate::{Config, Tree};
+use std::collections::BTreeMap;
+
+fn tree(config: Config) -> Tree {
+    Tree::with_config(Config {
+        space_manager: false,
+        ..config
+    })
+    .unwrap()
+}
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Inserts `n` random u64 keys; returns the oracle.
+fn fill_random(t: &Tree, n: usize, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut x = seed;
+    let mut oracle = BTreeMap::new();
+    for _ in 0..n {
+        let k = xorshift(&mut x).to_be_bytes().to_vec();
+        let v = x.to_le_bytes().to_vec();
+        t.insert(&k, &v).unwrap();
+        oracle.insert(k, v);
+    }
+    oracle
+}
+
+fn assert_same(t: &Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    t.check_invariants().unwrap();
+    let got: Vec<_> = t.iter().collect();
+    let want: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got, want);
+}
+
+/// The first leaf-parent, as a visit, for calling XMerge on chosen children.
+fn leaf_parent<'t>(t: &'t Tree, key: &[u8]) -> Visit<'t> {
+    t.core
+        .retry(|| Ok(t.core.optimistic_descend(Target::Key(key, 1))?.0))
+}
+
+#[test]
+fn compact_packs_random_leaves_and_keeps_every_entry() {
+    let t = tree(Config::default());
+    let oracle = fill_random(&t, 30_000, 7);
+    let before = t.stats();
+    assert!(before.fill_factor < 0.8, "{before:?}");
+    let freed = t.compact();
+    let after = t.stats();
+    assert!(freed > 0);
+    assert_eq!(after.pages_freed, freed as u64);
+    assert_eq!(
+        after.leaf_pages + after.inner_pages + freed,
+        before.leaf_pages + before.inner_pages
+    );
+    assert!(after.fill_factor >= 0.9, "{after:?}");
+    assert_same(&t, &oracle);
+    // A second pass finds (almost) nothing left to do.
+    assert!(t.compact() <= 2);
+}
+
+#[test]
+fn a_group_of_full_leaves_frees_nothing_and_changes_nothing() {
+    let t = tree(Config::default());
+    // Appends leave every leaf full.
+    let mut oracle = BTreeMap::new();
+    for i in 0u64..20_000 {
+        let k = i.to_be_bytes().to_vec();
+        t.insert(&k, b"12345678").unwrap();
+        oracle.insert(k, b"12345678".to_vec());
+    }
+    let leaf = t.leaf_page_of(&100u64.to_be_bytes());
+    let parent = leaf_parent(&t, &100u64.to_be_bytes());
+    let version = t.core.page(parent.pid).unwrap().1.version();
+    let out = t
+        .core
+        .optimistic_xmerge(parent, 0, Grow::Right, false)
+        .unwrap();
+    assert!(out.is_none());
+    // No latch was taken exclusively: the parent's version did not move.
+    assert_eq!(
+        t.core.page(leaf_parent(&t, b"").pid).unwrap().1.version(),
+        version
+    );
+    assert_eq!(t.leaf_page_of(&100u64.to_be_bytes()), leaf);
+    assert_eq!(t.stats().xmerges, 0);
+    assert_same(&t, &oracle);
+}
+
+#[test]
+fn merging_changes_prefixes_and_fences() {
+    let t = tree(Config {
+        merge_threshold: 0.0,
+        ..Config::default()
+    });
+    // Long keys whose prefixes differ by leaf: "p/<group>/<n>".
+    let mut oracle = BTreeMap::new();
+    for g in 0..40u32 {
+        for n in 0..100u32 {
+            let k = format!("prefix/{g:04}/{:040}", n * 7919 % 100_003).into_bytes();
+            t.insert(&k, &g.to_le_bytes()).unwrap();
+            oracle.insert(k, g.to_le_bytes().to_vec());
+        }
+    }
+    // Thin every leaf out: the remaining keys of neighbouring leaves share less prefix.
+    let keys: Vec<_> = oracle.keys().cloned().collect();
+    for (i, k) in keys.iter().enumerate() {
+        if i % 4 != 0 {
+            t.remove(k);
+            oracle.remove(k);
+        }
+    }
+    let leaves = t.stats().leaf_pages;
+    let freed = t.compact();
+    assert!(freed * 2 >= leaves, "freed {freed} of {leaves} leaves");
+    assert_same(&t, &oracle);
+}
+
+#[test]
+fn inner_nodes_are_merged_too() {
+    let t = tree(Config {
+        merge_threshold: 0.0,
+        ..Config::default()
+    });
+    let mut oracle = BTreeMap::new();
+    for i in 0u32..60_000 {
+        // 200-byte keys: about 19 per inner node, so the tree is four levels tall.
+        let mut k = vec![b'k'; 200];
+        k[..4].copy_from_slice(&i.wrapping_mul(2_654_435_761).to_be_bytes());
+        t.insert(&k, b"v").unwrap();
+        oracle.insert(k, b"v".to_vec());
+    }
+    let keys: Vec<_> = oracle.keys().cloned().collect();
+    for (i, k) in keys.iter().enumerate() {
+        if i % 16 != 0 {
+            t.remove(k);
+            oracle.remove(k);
+        }
+    }
+    let before = t.stats();
+    assert!(before.height >= 4, "{before:?}");
+    t.compact();
+    let after = t.stats();
+    assert!(
+        after.inner_pages * 4 < before.inner_pages,
+        "{before:?} {after:?}"
+    );
+    assert_same(&t, &oracle);
+}
+
+#[test]
+fn empty_leaves_are_freed() {
+    let t = tree(Config {
+        merge_threshold: 0.0,
+        ..Config::default()
+    });
+    let mut oracle = fill_random(&t, 20_000, 3);
+    let keys: Vec<_> = oracle.keys().cloned().collect();
+    for k in &keys[2_000..18_000] {
+        t.remove(k);
+        oracle.remove(k);
+    }
+    let leaves = t.stats().leaf_pages;
+    let freed = t.compact();
+    assert!(freed * 10 >= leaves * 7, "freed {freed} of {leaves}");
+    assert_same(&t, &oracle);
+    for k in &keys[2_000..18_000] {
+        t.insert(k, b"back").unwrap();
+        oracle.insert(k.clone(), b"back".to_vec());
+    }
+    assert_same(&t, &oracle);
+}
+
+#[test]
+fn hot_and_latched_leaves_are_skipped() {
+    let t = tree(Config::default());
+    let oracle = fill_random(&t, 30_000, 11);
+    let probe = |i: usize| oracle.keys().nth(i).unwrap().clone();
+    let (hot_key, busy_key) = (probe(5_000), probe(20_000));
+    let hot = t.leaf_page_of(&hot_key);
+    let busy = t.leaf_page_of(&busy_key);
+    let (hot_node, hot_latch) = t.core.page(hot).unwrap();
+    {
+        let mut x = hot_latch.exclusive();
+        LeafPolicies::contention_split_done(&mut NodeMut::new(hot_node, &mut x));
+    }
+    let hot_count = hot_node.count();
+    let (busy_node, busy_latch) = t.core.page(busy).unwrap();
+    let busy_count = busy_node.count();
+    let x = busy_latch.exclusive();
+    assert!(t.compact() > 0);
+    drop(x);
+    assert_eq!(t.leaf_page_of(&hot_key), hot);
+    assert_eq!(t.leaf_page_of(&busy_key), busy);
+    assert_eq!(hot_node.count(), hot_count);
+    assert_eq!(busy_node.count(), busy_count);
+    assert_same(&t, &oracle);
+}
+
+#[test]
+fn random_picks_raise_the_fill_factor() {
+    let t = tree(Config::default());
+    let oracle = fill_random(&t, 30_000, 5);
+    let mut rng = Rng::new(42);
+    let before = t.stats().fill_factor;
+    let estimate = t.core.optimistic_sample_fill(&mut rng, 256).unwrap();
+    assert!((estimate - before).abs() < 0.05, "{estimate} vs {before}");
+    let freed: usize = (0..2_000)
+        .map(|_| t.core.optimistic_xmerge_random(&mut rng))
+        .sum();
+    let after = t.stats();
+    assert!(freed > 0);
+    assert!(after.fill_factor > before + 0.1, "{before} -> {after:?}");
+    assert_same(&t, &oracle);
+}
+
+#[test]
+fn plan_needs_fewer_nodes_or_gives_up() {
+    let t = tree(Config::default());
+    let oracle = fill_random(&t, 5_000, 9);
+    let first = oracle.keys().next().unwrap().clone();
+    let parent = leaf_parent(&t, &first);
+    let nodes: Vec<Node> = (0..3)
+        .map(|i| t.core.page(parent.node.child(i).unwrap()).unwrap().0)
+        .collect();
+    let run = Run::optimistic_new(parent.node, 0, &nodes).unwrap();
+    let n: usize = nodes.iter().map(Node::count).sum();
+    assert_eq!(run.items.len(), n);
+    let lower = nodes[0].lower_fence().unwrap();
+    let upper = nodes[2].upper_fence().unwrap();
+    // Three leaves about 70% full fit in three pages, not in one.
+    let plan = run
+        .optimistic_plan(4096, lower.as_deref(), upper.as_deref(), 3)
+        .unwrap()
+        .unwrap();
+    assert_eq!(plan.last().unwrap().1, n);
+    assert_eq!(plan.first().unwrap().0, 0);
+    assert!(plan.windows(2).all(|w| w[0].1 == w[1].0));
+    assert!(run
+        .optimistic_plan(4096, lower.as_deref(), upper.as_deref(), 1)
+        .unwrap()
+        .is_none());
+}

@@ -1,0 +1,67 @@
+//! Space management: the background space manager (`manager`), the XMerge sweeps and the
+//! reclaim at the memory budget (`sweep`), and [`Tree::compact`].
+
+pub(crate) mod manager;
+mod sweep;
+
+use crate::Tree;
+
+/// A small xorshift generator for the space manager's random picks.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number below `n` (which must not be 0).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+impl Tree {
+    /// Runs XMerge over the whole tree, leaves first and then each inner level, and returns
+    /// the number of pages it freed.
+    ///
+    /// Within every parent, groups of up to [`Config::xmerge_group`](crate::Config::xmerge_group)
+    /// neighbouring children whose free space adds up to a page are packed into one node
+    /// fewer, from right to left, so that afterwards nearly every node is full. Nodes that
+    /// another thread holds latched and leaves that Contention Split marked hot are skipped,
+    /// so `compact` never waits and may run beside other operations. Freed pages are kept for
+    /// reuse by this tree (they are not returned to the system) and stop counting in
+    /// [`Stats::bytes_allocated`](crate::Stats::bytes_allocated).
+    ///
+    /// ```
+    /// use contree::{Config, Tree};
+    /// // Without the background space manager, which would otherwise also pack leaves
+    /// // between the two `stats` calls below.
+    /// let tree = Tree::with_config(Config { space_manager: false, ..Config::default() }).unwrap();
+    /// let mut x = 1u64;
+    /// for _ in 0..20_000 {
+    ///     // Random keys: the leaves end up about 70% full.
+    ///     x ^= x << 13;
+    ///     x ^= x >> 7;
+    ///     x ^= x << 17;
+    ///     tree.insert(&x.to_be_bytes(), &x.to_le_bytes()).unwrap();
+    /// }
+    /// let before = tree.stats();
+    /// let freed = tree.compact();
+    /// let after = tree.stats();
+    /// assert!(freed > 0);
+    /// assert_eq!(after.leaf_pages + after.inner_pages + freed, before.leaf_pages + before.inner_pages);
+    /// assert!(after.fill_factor > 0.9);
+    /// ```
+    pub fn compact(&self) -> usize {
+        self.core.compact_up_to(usize::MAX)
+    }
+}

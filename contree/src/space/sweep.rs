@@ -1,0 +1,201 @@
+//! Reclaiming space with XMerge: random groups (the space manager), sweeps of the whole tree
+//! ([`Tree::compact`](crate::Tree::compact)) and the reclaim that precedes an
+//! `OutOfSpace` error.
+
+use super::Rng;
+use crate::engine::{Optimistic, OptimisticNoWait, RandomRoute, Target, TreeCore, Visit};
+use crate::smo::xmerge::{Grow, Merged};
+use crate::sync::{Counter, Restart};
+use std::sync::atomic::Ordering;
+
+impl TreeCore {
+    /// Descends to a node at `level` choosing a random child at every step, and returns it
+    /// with the inverse of the probability of having picked it (the product of the child
+    /// counts on the way). Never waits for a latch.
+    pub(crate) fn optimistic_random_node(
+        &self,
+        level: u16,
+        rng: &mut Rng,
+    ) -> Result<(Visit<'_>, f64), Restart> {
+        let mut route = RandomRoute {
+            level,
+            rng,
+            weight: 1.0,
+        };
+        let r = self.descend(&mut route, &OptimisticNoWait)?;
+        r.guard.validate()?;
+        let visit = Visit {
+            pid: r.pid,
+            node: r.node,
+            guard: r.guard,
+        };
+        Ok((visit, route.weight))
+    }
+
+    /// An estimate of the leaves' fill factor from `samples` random leaves, weighted by the
+    /// inverse of their chance of being picked; `None` if no sample succeeded.
+    pub(crate) fn optimistic_sample_fill(&self, rng: &mut Rng, samples: usize) -> Option<f64> {
+        let page = self.config().page_size as f64;
+        let (mut used, mut total) = (0.0, 0.0);
+        for _ in 0..samples {
+            if let Ok((leaf, weight)) = self.optimistic_random_node(0, rng) {
+                let u = leaf.node.used_space() as f64;
+                if leaf.guard.validate().is_ok() {
+                    used += weight * u;
+                    total += weight * page;
+                }
+            }
+        }
+        (total > 0.0).then(|| used / total)
+    }
+
+    /// XMerge on a random group, as the space manager runs it: a random parent of leaves
+    /// (one pick in 16 goes to a higher level instead), a random first child, growing to the
+    /// right. Returns the pages freed.
+    pub(crate) fn optimistic_xmerge_random(&self, rng: &mut Rng) -> usize {
+        let root_level = self.optimistic_root_level();
+        if root_level == 0 {
+            return 0;
+        }
+        let level = if root_level >= 2 && rng.below(16) == 0 {
+            2 + rng.below(root_level as usize - 1) as u16
+        } else {
+            1
+        };
+        let mut attempt = || -> Result<Option<Merged>, Restart> {
+            let (parent, _) = self.optimistic_random_node(level, rng)?;
+            let count = parent.node.count();
+            if count == 0 {
+                return Ok(None);
+            }
+            let start = rng.below(count);
+            parent.guard.validate()?;
+            self.optimistic_xmerge(parent, start, Grow::Right, false)
+        };
+        match attempt() {
+            Ok(Some(m)) => m.freed,
+            _ => 0,
+        }
+    }
+
+    /// The level of the root (0 when it is a leaf).
+    pub(crate) fn optimistic_root_level(&self) -> u16 {
+        self.retry(|| {
+            let (_, root) = self.root_snapshot::<Optimistic>()?;
+            let level = root.node.level();
+            root.guard.validate()?;
+            Ok(level)
+        })
+    }
+
+    /// XMerge over the whole tree, leaves first; stops once `want` pages are freed. Returns
+    /// the pages freed.
+    pub(crate) fn compact_up_to(&self, want: usize) -> usize {
+        let mut freed = 0;
+        let mut parent_level = 1;
+        while freed < want && parent_level <= self.optimistic_root_level() {
+            freed += self.sweep(parent_level, want - freed);
+            parent_level += 1;
+        }
+        for _ in 0..4 {
+            if self.try_collapse_root().is_ok() {
+                break;
+            }
+        }
+        freed
+    }
+
+    /// One pass over the nodes at `parent_level`, right to left; in each, groups that end at
+    /// the previous group's partly filled leftmost node and grow to the left. Returns the
+    /// pages freed; stops once `want` are.
+    fn sweep(&self, parent_level: u16, want: usize) -> usize {
+        let mut freed = 0;
+        // A key inside the parent being swept (its upper fence); `None`: the rightmost.
+        let mut cursor: Option<Vec<u8>> = None;
+        loop {
+            let mut end = usize::MAX;
+            let mut lower = None;
+            while end > 0 {
+                let target = match &cursor {
+                    Some(k) => Target::Key(k, parent_level),
+                    None => Target::Rightmost(parent_level),
+                };
+                let Some((parent, fence, count)) = self.optimistic_parent_for_sweep(target) else {
+                    return freed;
+                };
+                lower = fence;
+                end = end.min(count);
+                if end == 0 {
+                    break;
+                }
+                match self.optimistic_xmerge(parent, end, Grow::Left, true) {
+                    Ok(Some(m)) => {
+                        freed += m.freed;
+                        end = m.lo;
+                    }
+                    _ => end -= 1,
+                }
+                if freed >= want {
+                    return freed;
+                }
+            }
+            match lower {
+                Some(l) => cursor = Some(l),
+                None => return freed,
+            }
+        }
+    }
+
+    /// The node at `target`, a copy of its lower fence and its key count, all validated;
+    /// `None` when the tree became too short or stays busy.
+    #[allow(clippy::type_complexity)]
+    fn optimistic_parent_for_sweep(
+        &self,
+        target: Target,
+    ) -> Option<(Visit<'_>, Option<Vec<u8>>, usize)> {
+        let level = match target {
+            Target::Key(_, l) | Target::Rightmost(l) => l,
+        };
+        for _ in 0..64 {
+            if self.optimistic_root_level() < level {
+                return None;
+            }
+            let attempt = || -> Result<(Visit<'_>, Option<Vec<u8>>, usize), Restart> {
+                let (here, _) = self.optimistic_descend(target)?;
+                let lower = here.node.lower_fence()?;
+                let count = here.node.count();
+                here.guard.validate()?;
+                Ok((here, lower, count))
+            };
+            if let Ok(found) = attempt() {
+                return Some(found);
+            }
+            std::thread::yield_now();
+        }
+        None
+    }
+
+    /// Frees pages for an insert that hit the memory budget: a few random XMerges, then, if
+    /// entries were removed since the last sweep that found nothing, a sweep of the tree
+    /// until `want` pages are free. Returns the pages freed.
+    pub(crate) fn reclaim(&self, want: usize) -> usize {
+        let seed = self as *const TreeCore as u64 ^ self.counters.sum(Counter::Removals) as u64;
+        let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut freed = 0;
+        for _ in 0..16 {
+            freed += self.optimistic_xmerge_random(&mut rng);
+            if freed >= want {
+                return freed;
+            }
+        }
+        let removals = self.counters.sum(Counter::Removals);
+        if removals <= self.reclaim_floor.load(Ordering::Relaxed) {
+            return freed;
+        }
+        let got = self.compact_up_to(want - freed);
+        if got == 0 {
+            self.reclaim_floor.store(removals, Ordering::Relaxed);
+        }
+        freed + got
+    }
+}

@@ -1,0 +1,91 @@
+//! Striped counters: every counter of a tree that the data path bumps, spread over
+//! cache-line-sized stripes so that no single word is written by every thread.
+//!
+//! Each thread is given a stripe index once (round robin) and adds to its stripe with a
+//! relaxed atomic; a read sums all stripes. With more threads than stripes, threads share
+//! stripes, which costs cache traffic but never correctness.
+//!
+//! All of a tree's counters live in one block of `STRIPES` cache-line pairs, allocated on the
+//! first change, so that a tree that is never written costs one pointer here.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+const STRIPES: usize = 32;
+
+/// The counters of one tree.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Counter {
+    /// Entries (inserts of new keys minus removals).
+    Len,
+    /// Restarted operation attempts.
+    Restarts,
+    /// Removals, which the reclaiming sweep compares to decide whether to run.
+    Removals,
+    /// Exclusive leaf-latch acquisitions that waited (`latch-stats`).
+    LatchSlowPaths,
+    /// Exclusive leaf-latch acquisitions from another thread than the last (`latch-stats`).
+    LatchHandoffs,
+}
+
+const COUNTERS: usize = 5;
+
+/// One stripe: a cell of every counter, on its own two cache lines.
+#[repr(align(128))]
+#[derive(Default)]
+struct Stripe([AtomicI64; COUNTERS]);
+
+/// Every striped counter of a tree, allocated on first use.
+#[derive(Default)]
+pub(crate) struct StripedCounters {
+    block: OnceLock<Box<[Stripe]>>,
+}
+
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+#[inline]
+fn stripe() -> usize {
+    STRIPE.with(|s| {
+        let v = s.get();
+        if v != usize::MAX {
+            return v;
+        }
+        let v = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+        s.set(v);
+        v
+    })
+}
+
+impl StripedCounters {
+    /// Adds `delta` to this thread's stripe of `counter`.
+    #[inline]
+    pub(crate) fn add(&self, counter: Counter, delta: i64) {
+        let block = self
+            .block
+            .get_or_init(|| (0..STRIPES).map(|_| Stripe::default()).collect());
+        block[stripe()].0[counter as usize].fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// The sum of `counter` over all stripes; exact when no thread adds concurrently.
+    pub(crate) fn sum(&self, counter: Counter) -> i64 {
+        self.block.get().map_or(0, |block| {
+            block
+                .iter()
+                .map(|s| s.0[counter as usize].load(Ordering::Relaxed))
+                .sum()
+        })
+    }
+
+    /// Bytes the block takes (0 before the first change).
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.block
+            .get()
+            .map_or(0, |_| STRIPES * std::mem::size_of::<Stripe>())
+    }
+}

@@ -1,0 +1,6 @@
+//! The typed layer: order-preserving codecs ([`codec`]) and [`TreeMap`] over them (`map`).
+
+pub mod codec;
+mod map;
+
+pub use map::{TreeMap, TypedRange};
