@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs contree's concurrent stress test (contree/tests/stress.rs) under ThreadSanitizer.
+# Runs contree's concurrent stress and XMerge tests (contree/tests/stress.rs, xmerge.rs)
+# under ThreadSanitizer.
 #
 # Needs the nightly toolchain; with its rust-src component the standard library is rebuilt
 # with TSan instrumentation (-Zbuild-std), which avoids false reports from uninstrumented
@@ -36,4 +37,4 @@ export TSAN_OPTIONS="suppressions=$root/contree/tsan.supp halt_on_error=1 second
 export CONTREE_STRESS_OPS="${CONTREE_STRESS_OPS:-200000}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-tsan}"
 # --target keeps the sanitizer flags away from build scripts and proc macros.
-exec cargo +nightly test "${build_std[@]}" --target "$host" -p contree --test stress "$@"
+exec cargo +nightly test "${build_std[@]}" --target "$host" -p contree --test stress --test xmerge "$@"

@@ -111,9 +111,10 @@ impl<'g> Builder<'g> {
     fn append_verbatim(&mut self, src: &Node, i: usize) {
         let e = src.entry(i).expect("latched");
         let off = self.reserve(e.heap_len);
-        self.node
-            .copy_heap_from(src, src.slot_offset(i), off, e.heap_len);
-        self.next_slot(src.slot_head(i), off);
+        // SAFETY: `entry(i)` succeeded, so slot `i` lies inside the page.
+        let (src_off, head) = unsafe { (src.slot_offset(i), src.slot_head(i)) };
+        self.node.copy_heap_from(src, src_off, off, e.heap_len);
+        self.next_slot(head, off);
     }
 
     /// Appends `key`/`value`; `key` must start with the node prefix.

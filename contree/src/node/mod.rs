@@ -205,7 +205,7 @@ impl Node {
     }
     #[inline]
     pub(crate) fn level(&self) -> u16 {
-        self.page.u16_at(OFF_LEVEL)
+        self.header_u16(OFF_LEVEL)
     }
     #[inline]
     pub(crate) fn is_leaf(&self) -> bool {
@@ -215,21 +215,21 @@ impl Node {
     /// torn value).
     #[inline]
     pub(crate) fn count(&self) -> usize {
-        (self.page.u16_at(OFF_COUNT) as usize).min((self.page.size() - HEADER) / SLOT)
+        (self.header_u16(OFF_COUNT) as usize).min(self.max_slots())
     }
     fn heap_top(&self) -> usize {
-        self.page.u32_at(OFF_HEAP_TOP) as usize
+        self.header_u32(OFF_HEAP_TOP) as usize
     }
     fn heap_live(&self) -> usize {
-        self.page.u32_at(OFF_HEAP_LIVE) as usize
+        self.header_u32(OFF_HEAP_LIVE) as usize
     }
     #[inline]
     pub(crate) fn prefix_len(&self) -> usize {
-        self.page.u16_at(OFF_PREFIX_LEN) as usize
+        self.header_u16(OFF_PREFIX_LEN) as usize
     }
     #[inline]
     fn flags(&self) -> u16 {
-        self.page.u16_at(OFF_FLAGS)
+        self.header_u16(OFF_FLAGS)
     }
     /// The node's layout; `Restart` for a value no layout has (a torn read).
     pub(crate) fn layout(&self) -> Result<Layout, Restart> {
@@ -240,7 +240,7 @@ impl Node {
     }
     #[inline]
     pub(crate) fn upper_child(&self) -> PageId {
-        self.page.u32_at(OFF_UPPER_CHILD)
+        self.header_u32(OFF_UPPER_CHILD)
     }
 
     /// A copy of the policy area (see `policy`).
@@ -257,8 +257,8 @@ impl Node {
         if self.flags() & flag == 0 {
             return Ok(None);
         }
-        let off = self.page.u32_at(off) as usize;
-        let len = self.page.u16_at(len) as usize;
+        let off = self.header_u32(off) as usize;
+        let len = self.header_u16(len) as usize;
         let mut out = Vec::with_capacity(len);
         self.page.append_to(off, len, &mut out)?;
         Ok(Some(out))
@@ -286,7 +286,7 @@ impl Node {
         let mut out = Vec::with_capacity(len);
         if len > 0 {
             self.page
-                .append_to(self.page.u32_at(OFF_PREFIX) as usize, len, &mut out)?;
+                .append_to(self.header_u32(OFF_PREFIX) as usize, len, &mut out)?;
         }
         Ok(out)
     }
@@ -299,7 +299,7 @@ impl Node {
         if len == 0 {
             return Ok(std::cmp::Ordering::Equal);
         }
-        let off = self.page.u32_at(OFF_PREFIX) as usize;
+        let off = self.header_u32(OFF_PREFIX) as usize;
         let head = &key[..len.min(key.len())];
         // `key` starts with the prefix exactly when its first `len` bytes equal it.
         Ok(self.page.compare(off, len, head)?.reverse())
@@ -328,14 +328,50 @@ impl Node {
 
     // ---- slots and entries ----------------------------------------------------------
 
+    /// A 16-bit header field at the constant offset `off` (below `HEADER`). The check folds
+    /// away: every caller passes a constant.
     #[inline]
-    fn slot_head(&self, i: usize) -> u32 {
-        self.page.u32_at(HEADER + i * SLOT)
+    fn header_u16(&self, off: usize) -> u16 {
+        assert!(off + 2 <= HEADER, "not a header offset");
+        // SAFETY: header offsets lie below `HEADER`, and every page is larger than that.
+        unsafe { self.page.u16_at(off) }
     }
 
+    /// A 32-bit header field at the constant offset `off` (below `HEADER`).
     #[inline]
-    fn slot_offset(&self, i: usize) -> usize {
-        self.page.u16_at(HEADER + i * SLOT + 4) as usize
+    fn header_u32(&self, off: usize) -> u32 {
+        assert!(off + 4 <= HEADER, "not a header offset");
+        // SAFETY: as in `header_u16`.
+        unsafe { self.page.u32_at(off) }
+    }
+
+    /// The most slots a page can hold; `count()` is clamped to it.
+    #[inline]
+    fn max_slots(&self) -> usize {
+        (self.page.size() - HEADER) / SLOT
+    }
+
+    /// The head of slot `i`.
+    ///
+    /// # Safety
+    /// `i < max_slots()`, which holds for any `i` below a value `count()` returned (counts
+    /// are clamped), so that the slot ends inside the page.
+    #[inline]
+    unsafe fn slot_head(&self, i: usize) -> u32 {
+        debug_assert!(i < self.max_slots());
+        // SAFETY: the caller guarantees that slot `i` ends inside the page.
+        unsafe { self.page.u32_at(HEADER + i * SLOT) }
+    }
+
+    /// The heap offset of slot `i`.
+    ///
+    /// # Safety
+    /// As for [`slot_head`](Self::slot_head).
+    #[inline]
+    unsafe fn slot_offset(&self, i: usize) -> usize {
+        debug_assert!(i < self.max_slots());
+        // SAFETY: the caller guarantees that slot `i` ends inside the page.
+        (unsafe { self.page.u16_at(HEADER + i * SLOT + 4) }) as usize
     }
 
     /// Starts loading bytes `from..to` of the page into the cache.
@@ -365,7 +401,11 @@ impl Node {
     /// Locates the parts of entry `i`; every offset it returns lies inside the page.
     #[inline]
     pub(crate) fn entry(&self, i: usize) -> Result<EntryLoc, Restart> {
-        let off = self.slot_offset(i);
+        if i >= self.max_slots() {
+            return Err(Restart);
+        }
+        // SAFETY: `i < max_slots()`, checked above.
+        let off = unsafe { self.slot_offset(i) };
         let (suffix_len, value_len, h) = self.lens_at(off)?;
         let rest_off = off + h;
         let rest = suffix_len.saturating_sub(4);
@@ -429,7 +469,8 @@ impl Node {
     /// Appends the suffix of key `i` (the key without the node prefix) to `out`.
     pub(crate) fn push_suffix(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
         let e = self.entry(i)?;
-        let head = self.slot_head(i).to_be_bytes();
+        // SAFETY: `entry(i)` succeeded, so `i < max_slots()`.
+        let head = unsafe { self.slot_head(i) }.to_be_bytes();
         out.extend_from_slice(&head[..e.suffix_len.min(4)]);
         self.page
             .append_to(e.rest_off, e.suffix_len.saturating_sub(4), out)
@@ -440,7 +481,7 @@ impl Node {
         let len = self.prefix_len();
         if len > 0 {
             self.page
-                .append_to(self.page.u32_at(OFF_PREFIX) as usize, len, out)?;
+                .append_to(self.header_u32(OFF_PREFIX) as usize, len, out)?;
         }
         self.push_suffix(i, out)
     }

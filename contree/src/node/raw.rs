@@ -56,19 +56,28 @@ impl RawPage {
         }
     }
 
-    /// A 16-bit field at a fixed header offset or a slot offset inside the page.
+    /// A 16-bit field at a fixed header offset or in a slot (no run-time check: this sits
+    /// on the search path).
+    ///
+    /// # Safety
+    /// `off + 2 <= size`: `off` is a constant header offset (below `HEADER`) or lies in the
+    /// slot of an index below the node's clamped count, which ends inside the page.
     #[inline]
-    pub(crate) fn u16_at(&self, off: usize) -> u16 {
-        assert!(off + 2 <= self.size, "page read out of bounds");
-        // SAFETY: the two bytes lie inside the page (asserted), which stays mapped
-        // (`new`); a raw unaligned read forms no reference over bytes a writer may change.
+    pub(crate) unsafe fn u16_at(&self, off: usize) -> u16 {
+        debug_assert!(off + 2 <= self.size, "page read out of bounds");
+        // SAFETY: the two bytes lie inside the page (the caller's contract), which stays
+        // mapped (`new`); a raw unaligned read forms no reference over bytes a writer may
+        // change.
         unsafe { (self.ptr.add(off) as *const u16).read_unaligned() }
     }
 
     /// A 32-bit field, as [`u16_at`](Self::u16_at).
+    ///
+    /// # Safety
+    /// `off + 4 <= size`, as for `u16_at`.
     #[inline]
-    pub(crate) fn u32_at(&self, off: usize) -> u32 {
-        assert!(off + 4 <= self.size, "page read out of bounds");
+    pub(crate) unsafe fn u32_at(&self, off: usize) -> u32 {
+        debug_assert!(off + 4 <= self.size, "page read out of bounds");
         // SAFETY: as in `u16_at`.
         unsafe { (self.ptr.add(off) as *const u32).read_unaligned() }
     }

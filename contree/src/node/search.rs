@@ -9,7 +9,8 @@ impl Node {
     /// Compares the suffix of entry `i` with `suffix` whose head is `head`.
     #[inline]
     fn cmp_entry(&self, i: usize, head: u32, suffix: &[u8]) -> Result<Ordering, Restart> {
-        let h = self.slot_head(i);
+        // SAFETY: callers pass `i` below the count read in `lower_bound`.
+        let h = unsafe { self.slot_head(i) };
         if h != head {
             return Ok(h.cmp(&head));
         }
@@ -60,10 +61,13 @@ impl Node {
         }
         // Heads decide most comparisons: find the run of slots whose head equals the key's.
         let mut lo = self.first_head_at_least(head, 0, count - 1);
-        if lo == count || self.slot_head(lo) != head {
+        // SAFETY: `lo <= count - 1` (`first_head_at_least` returns at most its `to`), and
+        // `count` is a value `count()` returned, so below `max_slots()`.
+        if lo == count || unsafe { self.slot_head(lo) } != head {
             return Ok((lo, false));
         }
-        let mut hi = if lo + 1 == count || self.slot_head(lo + 1) != head {
+        // SAFETY: `lo + 1 < count` here.
+        let mut hi = if lo + 1 == count || unsafe { self.slot_head(lo + 1) } != head {
             lo + 1
         } else if head == u32::MAX {
             count
@@ -82,7 +86,8 @@ impl Node {
         Ok((lo, false))
     }
 
-    /// The first slot in `from..to` whose head is `>= head` (branch-free binary search).
+    /// The first slot in `from..to` whose head is `>= head` (branch-free binary search);
+    /// `to` is at most a value `count()` returned.
     #[inline]
     fn first_head_at_least(&self, head: u32, from: usize, to: usize) -> usize {
         if from >= to {
@@ -93,13 +98,15 @@ impl Node {
         while n > 1 {
             let half = n / 2;
             let mid = base + half;
-            base = if self.slot_head(mid) < head {
+            // SAFETY: `mid < to <= count`.
+            base = if unsafe { self.slot_head(mid) } < head {
                 mid
             } else {
                 base
             };
             n -= half;
         }
-        base + (self.slot_head(base) < head) as usize
+        // SAFETY: `base < to <= count`.
+        base + (unsafe { self.slot_head(base) } < head) as usize
     }
 }
