@@ -1,8 +1,9 @@
 //! Raw access to the bytes of one page: the only code in the node layer that dereferences
 //! page pointers.
 //!
-//! Every read here copies bytes out through raw pointers into locals (`read_unaligned`,
-//! `copy_nonoverlapping`) and never forms a reference (`&[u8]`, `&T`) over page bytes, so it
+//! Every read here copies bytes out through raw pointers into locals (loads of byte arrays
+//! through `*const [u8; N]`, which need no alignment, and `copy_nonoverlapping`) and never
+//! forms a reference (`&[u8]`, `&T`) over page bytes, so it
 //! is the way optimistic readers look at a page that a writer may be changing at the same
 //! time. Offsets and lengths that come from the page itself are checked against the page size
 //! before they address memory ([`RawPage::check`]); a value that fails the check makes the
@@ -68,7 +69,7 @@ impl RawPage {
         // SAFETY: the two bytes lie inside the page (the caller's contract), which stays
         // mapped (`new`); a raw unaligned read forms no reference over bytes a writer may
         // change.
-        unsafe { (self.ptr.add(off) as *const u16).read_unaligned() }
+        u16::from_ne_bytes(unsafe { *(self.ptr.add(off) as *const [u8; 2]) })
     }
 
     /// A 32-bit field, as [`u16_at`](Self::u16_at).
@@ -79,7 +80,7 @@ impl RawPage {
     pub(crate) unsafe fn u32_at(&self, off: usize) -> u32 {
         debug_assert!(off + 4 <= self.size, "page read out of bounds");
         // SAFETY: as in `u16_at`.
-        unsafe { (self.ptr.add(off) as *const u32).read_unaligned() }
+        u32::from_ne_bytes(unsafe { *(self.ptr.add(off) as *const [u8; 4]) })
     }
 
     /// The byte at `off`, bounds-checked.
@@ -87,7 +88,7 @@ impl RawPage {
     pub(crate) fn u8_at(&self, off: usize) -> Result<u8, Restart> {
         self.check(off, 1)?;
         // SAFETY: checked to lie inside the mapped page; a raw read forms no reference.
-        Ok(unsafe { self.ptr.add(off).read() })
+        Ok(unsafe { *self.ptr.add(off) })
     }
 
     /// Appends the bytes `off..off + len` to `out`.
@@ -135,7 +136,7 @@ impl RawPage {
             let mut a = 0u64;
             for i in 0..len {
                 // SAFETY: `i < len` and the range was checked to lie inside the page.
-                a = (a << 8) | unsafe { self.ptr.add(off + i).read() } as u64;
+                a = (a << 8) | unsafe { *self.ptr.add(off + i) } as u64;
             }
             let a = a.checked_shl(8 * (8 - len as u32)).unwrap_or(0);
             let b = other.iter().fold(0u64, |w, &c| (w << 8) | c as u64);
@@ -145,7 +146,7 @@ impl RawPage {
         let mut i = 0;
         while i + 8 <= n {
             // SAFETY: `i + 8 <= n <= len`: inside the checked range.
-            let a = unsafe { (self.ptr.add(off + i) as *const u64).read_unaligned() };
+            let a = u64::from_ne_bytes(unsafe { *(self.ptr.add(off + i) as *const [u8; 8]) });
             let b = u64::from_ne_bytes(other[i..i + 8].try_into().expect("8 bytes"));
             if a != b {
                 return Ok(u64::from_be(a).cmp(&u64::from_be(b)));
@@ -154,7 +155,7 @@ impl RawPage {
         }
         while i < n {
             // SAFETY: `i < n <= len`: inside the checked range.
-            let a = unsafe { self.ptr.add(off + i).read() };
+            let a = unsafe { *self.ptr.add(off + i) };
             if a != other[i] {
                 return Ok(a.cmp(&other[i]));
             }
