@@ -89,39 +89,29 @@ pub(crate) trait Access<'t> {
     ) -> Result<Self::Guard, Restart>;
 }
 
+/// A snapshot of the node reached: `WAIT` says whether to wait for a writer (see the module
+/// doc: [`Optimistic`] and [`OptimisticNoWait`]).
+pub(crate) struct Snapshot<const WAIT: bool>;
 /// See the module doc.
-pub(crate) struct Optimistic;
+pub(crate) type Optimistic = Snapshot<true>;
 /// See the module doc.
-pub(crate) struct OptimisticNoWait;
+pub(crate) type OptimisticNoWait = Snapshot<false>;
 /// See the module doc; carries the tree whose leaf policies are asked.
 pub(crate) struct Exclusive<'t>(pub &'t TreeCore);
 /// See the module doc; carries the owner's token.
 #[allow(dead_code)] // used by the partition executor (issue "Partitions") and tests
 pub(crate) struct Owned<'o>(pub &'o OwnerToken);
 
-impl<'t> Access<'t> for Optimistic {
+impl<'t, const WAIT: bool> Access<'t> for Snapshot<WAIT> {
     type Guard = OptimisticGuard<'t>;
+    const WAIT: bool = WAIT;
     #[inline]
     fn enter(
         &self,
         latch: &'t HybridLatch,
         above: &OptimisticGuard<'t>,
     ) -> Result<Self::Guard, Restart> {
-        let g = latch.optimistic();
-        above.validate()?;
-        Ok(g)
-    }
-}
-
-impl<'t> Access<'t> for OptimisticNoWait {
-    type Guard = OptimisticGuard<'t>;
-    const WAIT: bool = false;
-    fn enter(
-        &self,
-        latch: &'t HybridLatch,
-        above: &OptimisticGuard<'t>,
-    ) -> Result<Self::Guard, Restart> {
-        let g = latch.try_optimistic().ok_or(Restart)?;
+        let g = TreeCore::inner_snapshot::<Self>(latch)?;
         above.validate()?;
         Ok(g)
     }
@@ -184,7 +174,7 @@ pub(crate) struct Reached<'t, G> {
 impl TreeCore {
     /// A snapshot of `latch` for an inner node of a descent in mode `A`.
     #[inline]
-    fn inner_snapshot<'t, A: Access<'t>>(
+    pub(crate) fn inner_snapshot<'t, A: Access<'t>>(
         latch: &'t HybridLatch,
     ) -> Result<OptimisticGuard<'t>, Restart> {
         if A::WAIT {
@@ -219,8 +209,7 @@ impl TreeCore {
         let (meta, root) = self.root_snapshot::<A>()?;
         if root.node.level() == level {
             root.guard.validate()?;
-            let (_, latch) = self.page(root.pid)?;
-            let guard = access.enter(latch, &meta)?;
+            let guard = access.enter(root.guard.latch(), &meta)?;
             if root.node.level() != level {
                 return Err(Restart);
             }
@@ -276,7 +265,7 @@ impl TreeCore {
         target: Target,
     ) -> Result<(Visit<'_>, Above<'_>), Restart> {
         let mut route = target;
-        let r = self.descend(&mut route, &Optimistic)?;
+        let r = self.descend(&mut route, &Optimistic {})?;
         Ok((
             Visit {
                 pid: r.pid,

@@ -22,7 +22,7 @@ impl TreeCore {
             rng,
             weight: 1.0,
         };
-        let r = self.descend(&mut route, &OptimisticNoWait)?;
+        let r = self.descend(&mut route, &OptimisticNoWait {})?;
         r.guard.validate()?;
         let visit = Visit {
             pid: r.pid,

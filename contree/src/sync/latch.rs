@@ -259,6 +259,11 @@ impl<'a> OptimisticGuard<'a> {
         self.slow_path
     }
 
+    /// The latch this snapshot was taken of.
+    pub fn latch(&self) -> &'a HybridLatch {
+        self.latch
+    }
+
     /// Turns the read into an exclusive latch if nothing changed since the snapshot; waits
     /// for shared holders to leave. Fails with `Restart` if a writer came in between.
     pub fn upgrade_exclusive(self) -> Result<ExclusiveGuard<'a>, Restart> {
