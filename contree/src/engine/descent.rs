@@ -199,7 +199,7 @@ impl TreeCore {
     }
 
     /// The one descent (see the module doc).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn descend<'t, A: Access<'t>>(
         &'t self,
         route: &mut impl Route,

@@ -58,7 +58,8 @@ impl Scratch {
 /// Writes entries in order into a freshly initialised node.
 pub(crate) struct Builder<'g> {
     node: NodeMut<'g>,
-    key: Vec<u8>,
+    /// A reusable buffer for re-encoded suffixes.
+    buf: Vec<u8>,
     /// Header fields kept here while entries are appended, written by `finish`.
     count: usize,
     heap_top: usize,
@@ -76,7 +77,7 @@ impl<'g> Builder<'g> {
     ) -> Builder<'g> {
         node.init(level, lower, upper, prefix);
         Builder {
-            key: Vec::new(),
+            buf: Vec::new(),
             count: 0,
             heap_top: node.heap_top(),
             heap_live: node.heap_live(),
@@ -128,27 +129,82 @@ impl<'g> Builder<'g> {
     pub(crate) fn copy_range(&mut self, src: &Node, range: std::ops::Range<usize>) {
         let src_plen = src.prefix_len();
         let dst_plen = self.node.prefix_len();
-        let mut key = std::mem::take(&mut self.key);
-        let mut value = Vec::new();
-        for i in range {
-            key.clear();
-            if dst_plen == src_plen {
-                // Same prefix (both are common prefixes of these keys): copy the bytes.
+        if dst_plen == src_plen {
+            // Same prefix (both are common prefixes of these keys): copy the bytes.
+            for i in range {
                 self.append_verbatim(src, i);
-                continue;
             }
-            value.clear();
-            src.push_value(i, &mut value).expect("latched");
-            if dst_plen > src_plen {
-                // Splits: the new suffix is the old one, shortened.
-                src.push_suffix(i, &mut key).expect("latched");
-                self.append(&key[dst_plen - src_plen..], &value);
-            } else {
-                src.push_key(i, &mut key).expect("latched");
-                self.push(&key, &value);
+        } else if dst_plen > src_plen {
+            // Splits: the new suffix is the old one, shortened.
+            for i in range {
+                self.append_shortened(src, i, dst_plen - src_plen);
             }
+        } else {
+            // Merges: the new suffix is the old one behind part of the old prefix.
+            let prefix = src.prefix().expect("latched");
+            let mut lead = std::mem::take(&mut self.buf);
+            for i in range {
+                self.append_lengthened(src, i, &prefix[dst_plen..], &mut lead);
+            }
+            self.buf = lead;
         }
-        self.key = key;
+    }
+
+    /// Appends entry `i` of `src` behind `moved`, the part of `src`'s prefix that this
+    /// node's shorter prefix lacks. `lead` is a reusable buffer.
+    fn append_lengthened(&mut self, src: &Node, i: usize, moved: &[u8], lead: &mut Vec<u8>) {
+        let e = src.entry(i).expect("latched");
+        // SAFETY: `entry(i)` succeeded, so slot `i` lies inside the page.
+        let old_head = unsafe { src.slot_head(i) }.to_be_bytes();
+        // The new suffix is `moved`, the old head bytes, then the old rest; the old rest is
+        // empty unless the old head is whole, so the new head comes from `lead` alone.
+        lead.clear();
+        lead.extend_from_slice(moved);
+        lead.extend_from_slice(&old_head[..e.suffix_len.min(4)]);
+        let old_rest = e.suffix_len.saturating_sub(4);
+        let sl = lead.len() + old_rest;
+        let off = self.reserve(entry_space(sl, e.value_len) - SLOT);
+        let mut w = off + self.node.write_lens(off, sl, e.value_len);
+        let lead_rest = &lead[lead.len().min(4)..];
+        self.node
+            .bytes_mut(w, lead_rest.len())
+            .copy_from_slice(lead_rest);
+        w += lead_rest.len();
+        self.node.copy_heap_from(src, e.rest_off, w, old_rest);
+        self.node
+            .copy_heap_from(src, e.value_off, w + old_rest, e.value_len);
+        self.next_slot(head_of(lead), off);
+    }
+
+    /// Appends entry `i` of `src` without the first `cut` bytes of its suffix (they are
+    /// part of this node's longer prefix); the rest of the suffix and the value are copied
+    /// page to page.
+    fn append_shortened(&mut self, src: &Node, i: usize, cut: usize) {
+        let e = src.entry(i).expect("latched");
+        assert!(cut <= e.suffix_len, "rebuilt key lacks the node prefix");
+        let sl = e.suffix_len - cut;
+        // The new head: old suffix bytes `cut..cut + 4`, from the old head and the old rest.
+        // SAFETY: `entry(i)` succeeded, so slot `i` lies inside the page.
+        let old_head = unsafe { src.slot_head(i) }.to_be_bytes();
+        let mut head = [0u8; 4];
+        for (j, b) in head.iter_mut().enumerate().take(sl.min(4)) {
+            let k = cut + j;
+            *b = match old_head.get(k) {
+                Some(&b) => b,
+                None => src.raw().u8_at(e.rest_off + k - 4).expect("latched"),
+            };
+        }
+        let off = self.reserve(entry_space(sl, e.value_len) - SLOT);
+        let h = self.node.write_lens(off, sl, e.value_len);
+        // The new rest is the old rest without its first `cut` bytes.
+        let rest = sl.saturating_sub(4);
+        if rest > 0 {
+            self.node
+                .copy_heap_from(src, e.rest_off + cut, off + h, rest);
+        }
+        self.node
+            .copy_heap_from(src, e.value_off, off + h + rest, e.value_len);
+        self.next_slot(u32::from_be_bytes(head), off);
     }
 
     /// Writes the header fields; `upper_child` is ignored by leaves (pass 0).

@@ -169,7 +169,16 @@ impl NodeMut<'_> {
 
     /// Encodes the heap entry of `suffix`/`value` at `off`.
     pub(super) fn write_entry(&mut self, off: usize, suffix: &[u8], value: &[u8]) {
-        let (sl, vl) = (suffix.len(), value.len());
+        let mut w = off + self.write_lens(off, suffix.len(), value.len());
+        let rest = &suffix[suffix.len().min(4)..];
+        self.bytes_mut(w, rest.len()).copy_from_slice(rest);
+        w += rest.len();
+        self.bytes_mut(w, value.len()).copy_from_slice(value);
+    }
+
+    /// Writes the length header of an entry at `off`; returns its length. The rest of the
+    /// suffix and the value follow it.
+    pub(super) fn write_lens(&mut self, off: usize, sl: usize, vl: usize) -> usize {
         let h = lens_len(sl, vl);
         let header = self.bytes_mut(off, h);
         match h {
@@ -184,14 +193,11 @@ impl NodeMut<'_> {
                 header[3..5].copy_from_slice(&(vl as u16).to_le_bytes());
             }
         }
-        let mut w = off + h;
-        let rest = &suffix[suffix.len().min(4)..];
-        self.bytes_mut(w, rest.len()).copy_from_slice(rest);
-        w += rest.len();
-        self.bytes_mut(w, value.len()).copy_from_slice(value);
+        h
     }
 
     /// Copies `len` heap bytes at `src_off` of `src`, another page, to `off` in this node.
+    #[inline]
     pub(super) fn copy_heap_from(&mut self, src: &Node, src_off: usize, off: usize, len: usize) {
         assert!(
             src.raw().addr() != self.raw().addr(),

@@ -421,13 +421,6 @@ impl Node {
         })
     }
 
-    /// Appends the value of entry `i` to `out`.
-    #[inline]
-    pub(crate) fn push_value(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
-        let e = self.entry(i)?;
-        self.page.append_to(e.value_off, e.value_len, out)
-    }
-
     /// A copy of the value of entry `i`.
     #[inline]
     pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>, Restart> {

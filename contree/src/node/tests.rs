@@ -236,3 +236,46 @@ fn large_keys_and_values_use_long_length_headers() {
     assert_eq!(n.value(pos).unwrap(), &v[..]);
     assert_eq!(n.key(pos).unwrap(), k);
 }
+
+/// `Builder::copy_range` re-encodes entries under a longer prefix (splits), the same prefix
+/// and a shorter prefix (merges) for suffixes of every length around the 4-byte head.
+#[test]
+fn copy_range_reencodes_under_any_prefix() {
+    let base = b"pre:fix/".to_vec();
+    let mut ks: Vec<Vec<u8>> = Vec::new();
+    for len in 0..12usize {
+        for v in 0..3u8 {
+            let mut k = base.clone();
+            k.extend((0..len).map(|j| b'a' + ((j as u8 + v) % 3)));
+            ks.push(k);
+        }
+    }
+    ks.sort();
+    ks.dedup();
+    let mut src_page = Scratch::new(4096);
+    let mut src = src_page.node_mut();
+    // A leaf whose prefix is the common part of all keys (a node between fences).
+    src.init(0, Some(b"pre:fix/"), Some(b"pre:fix/~"), b"pre:fix/");
+    for (i, k) in ks.iter().enumerate() {
+        assert!(src.insert_at(i, k, &[i as u8; 3]));
+    }
+    let src = src.node();
+    // Shorter prefixes (merge), the same one, and a longer one over the keys sharing it.
+    for dst_prefix in [&b""[..], b"pr", b"pre:fix", b"pre:fix/", b"pre:fix/a"] {
+        let range: Vec<usize> = (0..ks.len())
+            .filter(|&i| ks[i].starts_with(dst_prefix))
+            .collect();
+        let (first, end) = (range[0], range[range.len() - 1] + 1);
+        let mut dst_page = Scratch::new(4096);
+        let mut b = dst_page.builder(0, None, None, dst_prefix);
+        b.copy_range(&src, first..end);
+        b.finish(0);
+        let dst = dst_page.node();
+        assert_eq!(dst.prefix_len(), dst_prefix.len());
+        assert_eq!(keys(&dst), ks[first..end].to_vec(), "prefix {dst_prefix:?}");
+        for (j, i) in (first..end).enumerate() {
+            assert_eq!(dst.value(j).unwrap(), vec![i as u8; 3]);
+            assert_eq!(dst.lower_bound(&ks[i]).unwrap(), (j, true));
+        }
+    }
+}
