@@ -9,6 +9,7 @@
 #
 # Usage: scripts/tsan.sh [extra cargo test args, e.g. -- mixed_workload]
 # Environment: CONTREE_STRESS_OPS (default 200000: TSan slows execution 5-15x),
+#              RUST_TEST_THREADS (default 1),
 #              CARGO_TARGET_DIR (default target-tsan in the workspace root).
 set -euo pipefail
 
@@ -22,7 +23,7 @@ fi
 host="$(rustc +nightly -vV | sed -n 's/^host: //p')"
 
 build_std=()
-flags="-Zsanitizer=thread"
+flags="-Zsanitizer=thread -Csymbol-mangling-version=v0 --cfg contree_tsan"
 if rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
     build_std=(-Zbuild-std)
 else
@@ -36,5 +37,8 @@ export RUSTDOCFLAGS="$flags"
 export TSAN_OPTIONS="suppressions=$root/contree/tsan.supp halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export CONTREE_STRESS_OPS="${CONTREE_STRESS_OPS:-200000}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-tsan}"
+# One test at a time: each test starts its own threads, and some bound how long a tree takes
+# to drop; two of them at once under TSan's slowdown on a 2-core machine miss those bounds.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 # --target keeps the sanitizer flags away from build scripts and proc macros.
 exec cargo +nightly test "${build_std[@]}" --target "$host" -p contree --test stress --test xmerge "$@"

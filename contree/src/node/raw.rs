@@ -1,9 +1,9 @@
 //! Raw access to the bytes of one page: the only code in the node layer that dereferences
 //! page pointers.
 //!
-//! Every read here copies bytes out through raw pointers into locals (loads of byte arrays
-//! through `*const [u8; N]` and unaligned word loads, which need no alignment) and never
-//! forms a reference (`&[u8]`, `&T`) over page bytes, so it
+//! Every read here copies bytes out through raw pointers into locals, each one a call of
+//! [`RawPage::load`] (a load of a byte array through `*const [u8; N]`, which needs no
+//! alignment), and never forms a reference (`&[u8]`, `&T`) over page bytes, so it
 //! is the way optimistic readers look at a page that a writer may be changing at the same
 //! time. Offsets and lengths that come from the page itself are checked against the page size
 //! before they address memory ([`RawPage::check`]); a value that fails the check makes the
@@ -87,8 +87,8 @@ impl RawPage {
     #[inline]
     pub(crate) fn u8_at(&self, off: usize) -> Result<u8, Restart> {
         self.check(off, 1)?;
-        // SAFETY: checked to lie inside the mapped page; a raw read forms no reference.
-        Ok(unsafe { *self.ptr.add(off) })
+        // SAFETY: checked to lie inside the mapped page.
+        Ok(unsafe { self.load::<1>(off) }[0])
     }
 
     /// Appends the bytes `off..off + len` to `out`.
@@ -170,7 +170,11 @@ impl RawPage {
     ///
     /// # Safety
     /// `off + N <= size`.
-    #[inline(always)]
+    // Under ThreadSanitizer (`scripts/tsan.sh` sets `--cfg contree_tsan`) every racing read
+    // must show this function as the top frame; inlined, the optimiser may merge loads of
+    // several call sites and attribute them to the caller.
+    #[cfg_attr(not(contree_tsan), inline)]
+    #[cfg_attr(contree_tsan, inline(never))]
     unsafe fn load<const N: usize>(&self, off: usize) -> [u8; N] {
         debug_assert!(off + N <= self.size, "page read out of bounds");
         // SAFETY: inside the mapped page (the caller's contract); a raw read of a byte
@@ -192,13 +196,13 @@ impl RawPage {
             let a = if off + 8 <= self.size {
                 // SAFETY: `off + 8 <= size`: inside the mapped page; the bytes past `len`
                 // are masked off below.
-                let w = u64::from_be_bytes(unsafe { *(self.ptr.add(off) as *const [u8; 8]) });
+                let w = u64::from_be_bytes(unsafe { self.load::<8>(off) });
                 w & (!0u64).checked_shl(64 - 8 * len as u32).unwrap_or(0)
             } else {
                 let mut w = 0u64;
                 for i in 0..len {
                     // SAFETY: `i < len` and the range was checked to lie inside the page.
-                    w = (w << 8) | unsafe { *self.ptr.add(off + i) } as u64;
+                    w = (w << 8) | unsafe { self.load::<1>(off + i) }[0] as u64;
                 }
                 w.checked_shl(8 * (8 - len as u32)).unwrap_or(0)
             };
@@ -208,7 +212,7 @@ impl RawPage {
         let mut i = 0;
         while i + 8 <= n {
             // SAFETY: `i + 8 <= n <= len`: inside the checked range.
-            let a = u64::from_ne_bytes(unsafe { *(self.ptr.add(off + i) as *const [u8; 8]) });
+            let a = u64::from_ne_bytes(unsafe { self.load::<8>(off + i) });
             let b = u64::from_ne_bytes(other[i..i + 8].try_into().expect("8 bytes"));
             if a != b {
                 return Ok(u64::from_be(a).cmp(&u64::from_be(b)));
@@ -217,7 +221,7 @@ impl RawPage {
         }
         while i < n {
             // SAFETY: `i < n <= len`: inside the checked range.
-            let a = unsafe { *self.ptr.add(off + i) };
+            let a = unsafe { self.load::<1>(off + i) }[0];
             if a != other[i] {
                 return Ok(a.cmp(&other[i]));
             }
@@ -282,7 +286,7 @@ impl RawPage {
 ///
 /// # Safety
 /// `dst` is valid for `N` bytes of writes.
-#[inline(always)]
+#[inline]
 unsafe fn store<const N: usize>(dst: *mut u8, w: [u8; N]) {
     // SAFETY: the caller's contract; a byte array needs no alignment.
     unsafe { *(dst as *mut [u8; N]) = w }
