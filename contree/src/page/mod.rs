@@ -3,12 +3,17 @@
 //! (the sub-trees of a multi-rooted tree): a page moves between them by changing the
 //! pointer to it, never by copying.
 //!
-//! **Memory.** Pages live in segments of `SEGMENT_PAGES` pages that are never returned to
-//! the system while the pool lives. A flat directory holds one pointer per segment; it is
-//! sized from the budget (`max_memory`) and allocated zeroed, so the operating system
-//! commits only the parts that are used. A tree caches the directory's address next to its
-//! root ([`Directory`]), so translating an id costs two dependent loads: the directory
-//! address and the segment pointer.
+//! **Memory.** Pages live in segments of `SEGMENT_PAGES` pages, mapped one at a time as
+//! pages are handed out and never returned to the system while the pool lives. The
+//! directory has two levels that both grow with the pool: a fixed table of 28 chunk
+//! pointers inside the pool, where chunk `j` holds the pointers of the `2^j` segments
+//! `2^j - 1 .. 2^(j+1) - 1` (the chunk number is the position of the highest bit of
+//! `segment + 1`). A new tree thus maps one segment and a one-entry chunk, and a pool never
+//! holds more directory than twice the pointers of its segments. A tree caches the table's
+//! address next to its root ([`Directory`]), so translating an id costs three dependent
+//! loads: the table address, the chunk pointer (in a table of 28 words that stays in
+//! cache) and the segment's base. (A flat directory sized for the largest pool saves the
+//! middle load but costs 16 MiB of address space per pool, counted by allocators as memory.)
 //!
 //! **Optimistic readers.** Because memory is never unmapped while the pool lives, a reader
 //! that follows a stale or garbage id either finds no segment (and restarts) or reads mapped
@@ -30,10 +35,28 @@ pub(crate) type PageId = u32;
 
 const SEGMENT_SHIFT: u32 = 5;
 const SEGMENT_PAGES: usize = 1 << SEGMENT_SHIFT;
+/// Chunks of the directory: chunk `j` holds `2^j` segment pointers, so 28 of them cover the
+/// segments of every `u32` id.
+const CHUNKS: usize = 28;
 /// The most pages one pool can hold (64 Mi pages: 256 GiB of 4 KiB pages).
 const MAX_PAGES: usize = 1 << 26;
 /// Alignment of every page.
 const PAGE_ALIGN: usize = 4096;
+
+/// A chunk of the directory: segment pointers, null until the segment is mapped.
+type Chunk = AtomicPtr<u8>;
+
+/// The chunk of segment `seg` and the segment's index in it.
+#[inline]
+fn locate(seg: usize) -> (usize, usize) {
+    let i = seg + 1;
+    let j = (usize::BITS - 1 - i.leading_zeros()) as usize;
+    (j, i - (1 << j))
+}
+
+fn chunk_layout(j: usize) -> Layout {
+    Layout::array::<Chunk>(1 << j).expect("chunk layout")
+}
 
 struct FreeList {
     free: Vec<PageId>,
@@ -44,8 +67,9 @@ struct FreeList {
 pub(crate) struct PagePool {
     page_size: usize,
     max_pages: usize,
-    /// One pointer per segment, null until the segment is mapped.
-    directory: Box<[AtomicPtr<u8>]>,
+    /// The chunk table (see the module doc); a chunk is null until its first segment is
+    /// mapped.
+    chunks: [AtomicPtr<Chunk>; CHUNKS],
     in_use: AtomicUsize,
     state: Mutex<FreeList>,
 }
@@ -54,24 +78,6 @@ pub(crate) struct PagePool {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Exhausted;
 
-/// A zeroed directory of `len` segment pointers; the operating system commits its memory
-/// page by page as segments are mapped.
-fn zeroed_directory(len: usize) -> Box<[AtomicPtr<u8>]> {
-    if len == 0 {
-        return Box::new([]);
-    }
-    let layout = Layout::array::<AtomicPtr<u8>>(len).expect("directory layout");
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { alloc_zeroed(layout) } as *mut AtomicPtr<u8>;
-    if ptr.is_null() {
-        std::alloc::handle_alloc_error(layout);
-    }
-    // SAFETY: the memory was allocated by the global allocator with the layout of a
-    // `[AtomicPtr<u8>; len]`, and all-zero bytes are a valid null `AtomicPtr`; the box
-    // takes ownership and frees it with the same layout.
-    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }
-}
-
 impl PagePool {
     /// A pool of pages of `page_size` bytes that holds at most `max_memory` bytes of pages.
     pub(crate) fn new(page_size: usize, max_memory: usize) -> Arc<PagePool> {
@@ -79,7 +85,7 @@ impl PagePool {
         Arc::new(PagePool {
             page_size,
             max_pages,
-            directory: zeroed_directory(max_pages.div_ceil(SEGMENT_PAGES)),
+            chunks: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             in_use: AtomicUsize::new(0),
             state: Mutex::new(FreeList {
                 free: Vec::new(),
@@ -95,8 +101,7 @@ impl PagePool {
     /// The address of the directory, for [`Directory`].
     fn directory(self: &Arc<Self>) -> Directory {
         Directory {
-            segments: NonNull::from(&self.directory[..]).cast(),
-            len: self.directory.len(),
+            chunks: NonNull::from(&self.chunks).cast(),
             page_size: self.page_size,
         }
     }
@@ -135,18 +140,31 @@ impl PagePool {
         Ok(out)
     }
 
-    /// Allocates the segment that starts at page `first`.
+    /// Allocates the segment that starts at page `first` (and its chunk, for the first
+    /// segment of a chunk). Called under the free-list mutex: the only writer.
     fn map_segment(&self, first: usize) -> Result<(), Exhausted> {
-        let slot = self
-            .directory
-            .get(first >> SEGMENT_SHIFT)
-            .ok_or(Exhausted)?;
+        if first >= MAX_PAGES {
+            return Err(Exhausted);
+        }
+        let (j, o) = locate(first >> SEGMENT_SHIFT);
+        let mut chunk = self.chunks[j].load(Ordering::Acquire);
+        if chunk.is_null() {
+            // SAFETY: the layout has a non-zero size (at least one pointer).
+            chunk = unsafe { alloc_zeroed(chunk_layout(j)) } as *mut Chunk;
+            if chunk.is_null() {
+                return Err(Exhausted);
+            }
+            // All-zero bytes are null pointers: the chunk is valid before it is published.
+            self.chunks[j].store(chunk, Ordering::Release);
+        }
         // SAFETY: the layout has a non-zero size (page_size >= 4096).
         let mem = unsafe { alloc_zeroed(self.segment_layout()) };
         if mem.is_null() {
             return Err(Exhausted);
         }
-        slot.store(mem, Ordering::Release);
+        // SAFETY: the chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives as long
+        // as the pool.
+        unsafe { (*chunk.add(o)).store(mem, Ordering::Release) };
         Ok(())
     }
 
@@ -163,13 +181,22 @@ impl PagePool {
 impl Drop for PagePool {
     fn drop(&mut self) {
         let layout = self.segment_layout();
-        for slot in self.directory.iter_mut() {
-            let mem = *slot.get_mut();
-            if !mem.is_null() {
-                // SAFETY: `mem` was allocated with this layout in `map_segment` and is freed
-                // once, here, when no tree holds the pool any more.
-                unsafe { dealloc(mem, layout) };
+        for (j, chunk) in self.chunks.iter_mut().enumerate() {
+            let chunk = *chunk.get_mut();
+            if chunk.is_null() {
+                continue;
             }
+            for o in 0..1usize << j {
+                // SAFETY: the chunk holds `2^j` entries; no tree uses the pool any more.
+                let mem = unsafe { (*chunk.add(o)).load(Ordering::Relaxed) };
+                if !mem.is_null() {
+                    // SAFETY: `mem` was allocated with this layout in `map_segment` and is
+                    // freed once, here.
+                    unsafe { dealloc(mem, layout) };
+                }
+            }
+            // SAFETY: allocated with this layout in `map_segment`, freed once, here.
+            unsafe { dealloc(chunk as *mut u8, chunk_layout(j)) };
         }
     }
 }
@@ -178,8 +205,7 @@ impl Drop for PagePool {
 /// the pool's `Arc`. Valid while the tree holds that `Arc`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Directory {
-    segments: NonNull<AtomicPtr<u8>>,
-    len: usize,
+    chunks: NonNull<AtomicPtr<Chunk>>,
     page_size: usize,
 }
 
@@ -200,13 +226,16 @@ impl Directory {
     /// which only an optimistic reader holding a garbage id can present.
     #[inline]
     pub(crate) fn page(&self, pid: PageId) -> Result<*mut u8, Restart> {
-        let seg = pid as usize >> SEGMENT_SHIFT;
-        if seg >= self.len {
+        let (j, o) = locate(pid as usize >> SEGMENT_SHIFT);
+        // SAFETY: `j < CHUNKS` for every `u32` id (a segment number is below `2^27`), and
+        // the table lives as long as the pool, which the holder keeps alive.
+        let chunk = unsafe { (*self.chunks.as_ptr().add(j)).load(Ordering::Acquire) };
+        if chunk.is_null() {
             return Err(Restart);
         }
-        // SAFETY: `seg < len` and the directory of `len` atomics lives as long as the pool,
-        // which the holder keeps alive.
-        let base = unsafe { (*self.segments.as_ptr().add(seg)).load(Ordering::Acquire) };
+        // SAFETY: chunk `j` holds `2^j` entries and `o < 2^j`; chunks live as long as the
+        // pool.
+        let base = unsafe { (*chunk.add(o)).load(Ordering::Acquire) };
         if base.is_null() {
             return Err(Restart);
         }
@@ -229,6 +258,34 @@ mod tests {
         addrs.dedup();
         assert_eq!(addrs.len(), 100);
         assert!(dir.page(100_000).is_err());
+        assert!(dir.page(u32::MAX).is_err());
+    }
+
+    #[test]
+    fn the_directory_grows_with_the_pool() {
+        assert_eq!(locate(0), (0, 0));
+        assert_eq!(locate(1), (1, 0));
+        assert_eq!(locate(2), (1, 1));
+        assert_eq!(locate(6), (2, 3));
+        assert_eq!(locate(7), (3, 0));
+        assert_eq!(locate(u32::MAX as usize >> SEGMENT_SHIFT).0, CHUNKS - 1);
+        let a = PagePool::new(4096, usize::MAX);
+        let chunks = |p: &PagePool| -> usize {
+            p.chunks
+                .iter()
+                .filter(|c| !c.load(Ordering::Relaxed).is_null())
+                .count()
+        };
+        assert_eq!(chunks(&a), 0);
+        a.allocate(1).unwrap();
+        assert_eq!(chunks(&a), 1);
+        // 8 segments: chunks 0 (1 segment), 1 (2), 2 (4) and 3 (8, one used).
+        let ids = a.allocate(7 * SEGMENT_PAGES).unwrap();
+        assert_eq!(chunks(&a), 4);
+        let dir = Directory::of(&a);
+        assert!(ids.iter().all(|&p| dir.page(p).is_ok()));
+        assert!(dir.page(8 * SEGMENT_PAGES as PageId).is_err());
+        assert!(dir.page(u32::MAX).is_err());
     }
 
     #[test]
