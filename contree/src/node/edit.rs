@@ -101,9 +101,9 @@ impl NodeMut<'_> {
     }
 
     pub(super) fn write_slot(&mut self, i: usize, head: u32, off: usize) {
-        let slot = HEADER + i * SLOT;
-        self.write_u32(slot, head);
-        self.write_u16(slot + 4, off as u16);
+        let slot = self.bytes_mut(HEADER + i * SLOT, SLOT);
+        slot[..4].copy_from_slice(&head.to_ne_bytes());
+        slot[4..].copy_from_slice(&(off as u16).to_ne_bytes());
     }
 
     /// [`insert_at`](NodeMut::insert_at) for the tree's inserts: an empty edge node first

@@ -136,7 +136,7 @@ impl RawPage {
         // Every block below stays inside `off..off + len` of the page and `dst[..len]` (the
         // caller's contract). The last copy of each case may overlap the one before: it
         // writes the same bytes again.
-        if len >= 8 {
+        if len > 16 {
             let mut i = 0;
             while i + 8 <= len {
                 // SAFETY: `i + 8 <= len` (see above).
@@ -146,6 +146,14 @@ impl RawPage {
             if i < len {
                 // SAFETY: `len >= 8` (see above).
                 unsafe { store(dst.add(len - 8), self.load::<8>(off + len - 8)) };
+            }
+        } else if len >= 8 {
+            // Most entries and values: two words, no loop (the compiler would turn a loop
+            // into a call of `memcpy`).
+            // SAFETY: `8 <= len <= 16` (see above).
+            unsafe {
+                store(dst, self.load::<8>(off));
+                store(dst.add(len - 8), self.load::<8>(off + len - 8));
             }
         } else if len >= 4 {
             // SAFETY: `len >= 4` (see above).
