@@ -122,8 +122,9 @@ impl RawPage {
     }
 
     /// Copies `len` page bytes from `off` to `dst` with word loads and stores written out
-    /// here rather than a call to `memcpy`: a short copy costs no call, the compiler
-    /// vectorises long ones, and ThreadSanitizer attributes a racing read to
+    /// here: a copy of up to 16 bytes costs no call (the optimiser may still turn the loop
+    /// for longer copies into a call of `memcpy`), and ThreadSanitizer, where `load` stays
+    /// out of line and the loop stays a loop, attributes a racing read to
     /// [`load`](Self::load), a `RawPage` function at the top of the stack (its suppression
     /// names them), while the stores into `dst` run in [`store`], outside `RawPage`, so a race
     /// between two writers is still reported.
