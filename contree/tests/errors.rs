@@ -107,7 +107,7 @@ fn oversized_key_lookups_find_nothing() {
             .cloned()
             .collect();
         let got: Entries = tree
-            .range::<(Bound<&[u8]>, Bound<&[u8]>)>((Bound::Included(&long), Bound::Unbounded))
+            .range((Bound::Included(&long), Bound::Unbounded))
             .collect();
         assert_eq!(got, expect, "range from an oversized bound");
         assert_unchanged(&tree, &before, "lookups with an oversized key");
@@ -487,12 +487,12 @@ fn empty_key_is_valid() {
     // The empty key as a range bound.
     let empty: &[u8] = b"";
     let after_empty: Vec<Vec<u8>> = tree
-        .range::<(Bound<&[u8]>, Bound<&[u8]>)>((Bound::Excluded(empty), Bound::Unbounded))
+        .range((Bound::Excluded(empty), Bound::Unbounded))
         .map(|(k, _)| k)
         .collect();
     assert_eq!(after_empty, vec![b"\x00".to_vec(), b"a".to_vec()]);
     let up_to_empty: Vec<Vec<u8>> = tree
-        .range::<(Bound<&[u8]>, Bound<&[u8]>)>((Bound::Unbounded, Bound::Included(empty)))
+        .range((Bound::Unbounded, Bound::Included(empty)))
         .map(|(k, _)| k)
         .collect();
     assert_eq!(up_to_empty, vec![b"".to_vec()]);

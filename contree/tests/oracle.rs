@@ -663,7 +663,7 @@ fn empty_tree_edges() {
     assert_eq!(tree.last(), None);
     assert_eq!(tree.iter().next(), None);
     assert_eq!(tree.iter().next_back(), None);
-    assert_eq!(tree.range::<std::ops::RangeFull>(..).count(), 0);
+    assert_eq!(tree.range(..).count(), 0);
     assert_eq!(tree.get(b""), None);
     assert_eq!(tree.remove(b""), None);
     assert_eq!(tree.update_with(b"x", |_| ()), None);

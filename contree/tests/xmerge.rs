@@ -84,6 +84,11 @@ fn stress_beside_an_aggressive_space_manager() {
                             }
                             _ => {
                                 tree.update_with(&counter_key(r % COUNTERS), |v| {
+                                    // Hold the latch a little: scans no longer latch
+                                    // leaves, so only writers make them contended.
+                                    for _ in 0..200 {
+                                        std::hint::spin_loop();
+                                    }
                                     let n = u64::from_le_bytes(v.try_into().unwrap());
                                     v.copy_from_slice(&(n + 1).to_le_bytes());
                                 });

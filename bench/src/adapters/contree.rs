@@ -9,7 +9,7 @@
 //! To add an ablation, add a row to [`VARIANTS`] with a `Config` that switches one mechanism
 //! off; it becomes a peer name on the command line.
 
-use std::ops::Bound;
+use std::ops::ControlFlow;
 
 use contree::{Config, Tree};
 
@@ -142,14 +142,18 @@ impl Index for ContreeIndex {
     }
 
     fn scan(&self, start: &[u8], count: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> usize {
+        // The visitor scan: borrowed entries, no allocation per entry.
         let mut n = 0;
-        for (k, v) in self
-            .tree
-            .range::<(Bound<&[u8]>, Bound<&[u8]>)>((Bound::Included(start), Bound::Unbounded))
-            .take(count)
-        {
-            visit(&k, &v);
-            n += 1;
+        if count > 0 {
+            self.tree.scan(start.., |k, v| {
+                visit(k, v);
+                n += 1;
+                if n == count {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
         }
         n
     }

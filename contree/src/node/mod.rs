@@ -51,6 +51,7 @@
 
 mod builder;
 mod edit;
+mod export;
 pub(crate) mod raw;
 mod resize;
 mod search;
@@ -253,15 +254,28 @@ impl Node {
         a
     }
 
-    fn fence_at(&self, flag: u16, off: usize, len: usize) -> Result<Option<Vec<u8>>, Restart> {
+    /// Replaces `out` with the fence behind `flag` and returns `true`, or returns `false`
+    /// if the node has no such fence.
+    fn copy_fence(
+        &self,
+        flag: u16,
+        off: usize,
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, Restart> {
         if self.flags() & flag == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         let off = self.header_u32(off) as usize;
         let len = self.header_u16(len) as usize;
-        let mut out = Vec::with_capacity(len);
-        self.page.append_to(off, len, &mut out)?;
-        Ok(Some(out))
+        out.clear();
+        self.page.append_to(off, len, out)?;
+        Ok(true)
+    }
+
+    fn fence_at(&self, flag: u16, off: usize, len: usize) -> Result<Option<Vec<u8>>, Restart> {
+        let mut out = Vec::new();
+        Ok(self.copy_fence(flag, off, len, &mut out)?.then_some(out))
     }
 
     /// A copy of the lower fence (exclusive); `None` is minus infinity.

@@ -112,6 +112,23 @@ impl RawPage {
         Ok(())
     }
 
+    /// Copies the bytes `off..off + len` to `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes of writes and does not overlap the page.
+    #[inline]
+    pub(crate) unsafe fn copy_to_ptr(
+        &self,
+        off: usize,
+        len: usize,
+        dst: *mut u8,
+    ) -> Result<(), Restart> {
+        self.check(off, len)?;
+        // SAFETY: the source range lies inside the page (checked); `dst` is the caller's.
+        unsafe { self.copy_out(off, dst, len) };
+        Ok(())
+    }
+
     /// Copies the bytes starting at `off` into all of `dst`.
     #[inline]
     pub(crate) fn copy_to(&self, off: usize, dst: &mut [u8]) -> Result<(), Restart> {

@@ -1,198 +1,190 @@
-//! The range iterator: double-ended, one leaf at a time, re-seeking by key.
+//! Ranges: the double-ended iterator ([`Range`]) and the visitor scans ([`Tree::scan`],
+//! [`Tree::scan_rev`]), both built on [`Cursor`]s.
 //!
-//! Each refill descends from the root to the next leaf in the direction of travel, copies the
-//! entries that lie beyond the cursor under the leaf's shared latch, and moves the cursor
-//! past the leaf's fence. Because the cursor is a key and not a page, a split or merge
-//! between two refills cannot make the iterator skip or repeat an entry. Entries handed out
-//! from the front and from the back are checked against each other's last key, so the two
-//! ends never cross.
-//!
-//! Each refill reads the leaf under its shared latch, so no writer changes it meanwhile;
-//! the reads still go through the node's copying read view.
+//! A range holds a cursor for each end, started lazily; entries handed out from the front
+//! are checked against the back cursor's current key (and the other way round), so the two
+//! ends never cross. The cursors re-seek by key whenever their leaf changed, so a range stays
+//! correct across concurrent splits and merges.
 
-use crate::engine::{Target, TreeCore};
-use crate::sync::Restart;
+use super::bounds::KeyRange;
+use super::cursor::Cursor;
 use crate::Tree;
-use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, ControlFlow, RangeBounds};
 
 type Entry = (Vec<u8>, Vec<u8>);
 
 /// Iterator returned by [`Tree::range`](crate::Tree::range) and [`Tree::iter`](crate::Tree::iter); yields `(key, value)` copies in
 /// key order from either end.
 pub struct Range<'t> {
-    tree: &'t TreeCore,
-    /// Keys returned from the front are above this bound.
-    front: Bound<Vec<u8>>,
-    /// Keys returned from the back are below this bound.
-    back: Bound<Vec<u8>>,
-    /// Where the next forward refill starts (`None`: no leaf left).
-    front_cursor: Option<Bound<Vec<u8>>>,
-    /// Where the next backward refill starts (`None`: no leaf left).
-    back_cursor: Option<Bound<Vec<u8>>>,
-    front_buf: VecDeque<Entry>,
-    back_buf: Vec<Entry>,
+    /// Where the range starts and ends.
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    front: Cursor<'t>,
+    back: Cursor<'t>,
+    front_started: bool,
+    back_started: bool,
     finished: bool,
 }
 
 impl std::fmt::Debug for Range<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Range")
-            .field("front", &self.front)
-            .field("back", &self.back)
+            .field("start", &self.start)
+            .field("end", &self.end)
             .finish_non_exhaustive()
     }
 }
 
-fn above(bound: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+/// Whether `key` lies at or after the start bound.
+#[inline]
+fn above(bound: Bound<&[u8]>, key: &[u8]) -> bool {
     match bound {
         Bound::Unbounded => true,
-        Bound::Included(b) => key >= b.as_slice(),
-        Bound::Excluded(b) => key > b.as_slice(),
+        Bound::Included(b) => key >= b,
+        Bound::Excluded(b) => key > b,
     }
 }
 
-fn below(bound: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+/// Whether `key` lies at or before the end bound.
+#[inline]
+fn below(bound: Bound<&[u8]>, key: &[u8]) -> bool {
     match bound {
         Bound::Unbounded => true,
-        Bound::Included(b) => key <= b.as_slice(),
-        Bound::Excluded(b) => key < b.as_slice(),
+        Bound::Included(b) => key <= b,
+        Bound::Excluded(b) => key < b,
     }
+}
+
+/// Positions `c` on the first entry at or after `start`.
+fn seek_start(c: &mut Cursor<'_>, start: Bound<&[u8]>) -> bool {
+    match start {
+        Bound::Unbounded => c.seek_to_first(),
+        Bound::Included(k) => c.seek(k),
+        Bound::Excluded(k) => c.seek_after(k),
+    }
+}
+
+/// Positions `c` on the last entry at or before `end`.
+fn seek_end(c: &mut Cursor<'_>, end: Bound<&[u8]>) -> bool {
+    match end {
+        Bound::Unbounded => c.seek_to_last(),
+        Bound::Included(k) => c.seek_for_prev(k),
+        Bound::Excluded(k) => c.seek_before(k),
+    }
+}
+
+/// The visitor scans: walks `range` with `c` (ascending if `FORWARD`), calling `f` until
+/// it breaks.
+#[inline]
+fn visit<const FORWARD: bool, R>(
+    mut c: Cursor<'_>,
+    range: &impl KeyRange,
+    f: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
+) -> Option<R> {
+    let mut ok = if FORWARD {
+        seek_start(&mut c, range.start())
+    } else {
+        seek_end(&mut c, range.end())
+    };
+    while ok {
+        let (k, v) = c.entry()?;
+        let inside = if FORWARD {
+            below(range.end(), k)
+        } else {
+            above(range.start(), k)
+        };
+        if !inside {
+            return None;
+        }
+        if let ControlFlow::Break(r) = f(k, v) {
+            return Some(r);
+        }
+        ok = if FORWARD { c.next() } else { c.prev() };
+    }
+    None
 }
 
 impl<'t> Range<'t> {
-    pub(crate) fn new(tree: &'t TreeCore, front: Bound<Vec<u8>>, back: Bound<Vec<u8>>) -> Self {
-        let empty = match (&front, &back) {
-            (Bound::Included(a), Bound::Included(b)) => a > b,
-            (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
-            | (Bound::Excluded(a), Bound::Included(b)) => a >= b,
-            _ => false,
-        };
+    pub(crate) fn new(tree: &'t Tree, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self {
         Range {
-            tree,
-            front_cursor: Some(front.clone()),
-            back_cursor: Some(back.clone()),
-            front,
-            back,
-            front_buf: VecDeque::new(),
-            back_buf: Vec::new(),
-            finished: empty,
+            start,
+            end,
+            front: tree.cursor(),
+            back: tree.cursor(),
+            front_started: false,
+            back_started: false,
+            finished: false,
         }
     }
 
-    /// Copies the entries at or after `cursor` from the leaf holding it; returns them and
-    /// the leaf's upper fence (`None`: it was the last leaf).
-    fn optimistic_refill_front(
-        tree: &TreeCore,
-        cursor: &Bound<Vec<u8>>,
-    ) -> Result<(Vec<Entry>, Option<Vec<u8>>), Restart> {
-        // Keys strictly above `k` are the keys at or above `k ++ [0]`.
-        let key: Vec<u8> = match cursor {
-            Bound::Unbounded => Vec::new(),
-            Bound::Included(k) => k.clone(),
-            Bound::Excluded(k) => {
-                let mut s = k.clone();
-                s.push(0);
-                s
-            }
+    /// The entry the front cursor moved to, if it lies before every entry the back end
+    /// returned (or before the end bound).
+    #[inline]
+    fn front_entry(&mut self, moved: bool) -> Option<(&[u8], &[u8])> {
+        let (k, v) = if moved { self.front.entry() } else { None }?;
+        let limit = if self.back_started {
+            Bound::Excluded(self.back.key()?)
+        } else {
+            self.end.as_ref().map(Vec::as_slice)
         };
-        let (leaf, _) = tree.optimistic_descend(Target::Key(&key, 0))?;
-        let _s = leaf.guard.upgrade_shared()?;
-        let node = leaf.node;
-        let (pos, _) = node.lower_bound(&key)?;
-        let mut out = Vec::with_capacity(node.count() - pos);
-        for i in pos..node.count() {
-            out.push((node.key(i)?, node.value(i)?));
-        }
-        Ok((out, node.upper_fence()?))
+        below(limit, k).then_some((k, v))
     }
 
-    /// Copies the entries at or before `cursor` from the leaf holding it (descending
-    /// order); returns them and the leaf's lower fence (`None`: it was the first leaf).
-    fn optimistic_refill_back(
-        tree: &TreeCore,
-        cursor: &Bound<Vec<u8>>,
-    ) -> Result<(Vec<Entry>, Option<Vec<u8>>), Restart> {
-        let target = match cursor {
-            Bound::Unbounded => Target::Rightmost(0),
-            Bound::Included(k) | Bound::Excluded(k) => Target::Key(k, 0),
+    /// As [`front_entry`](Self::front_entry), for the back end.
+    #[inline]
+    fn back_entry(&mut self, moved: bool) -> Option<(&[u8], &[u8])> {
+        let (k, v) = if moved { self.back.entry() } else { None }?;
+        let limit = if self.front_started {
+            Bound::Excluded(self.front.key()?)
+        } else {
+            self.start.as_ref().map(Vec::as_slice)
         };
-        let (leaf, _) = tree.optimistic_descend(target)?;
-        let _s = leaf.guard.upgrade_shared()?;
-        let node = leaf.node;
-        let end = match cursor {
-            Bound::Unbounded => node.count(),
-            Bound::Included(k) => {
-                let (pos, found) = node.lower_bound(k)?;
-                pos + found as usize
-            }
-            Bound::Excluded(k) => node.lower_bound(k)?.0,
-        };
-        let mut out = Vec::with_capacity(end);
-        for i in (0..end).rev() {
-            out.push((node.key(i)?, node.value(i)?));
-        }
-        Ok((out, node.lower_fence()?))
+        above(limit, k).then_some((k, v))
     }
 }
 
 impl Iterator for Range<'_> {
     type Item = Entry;
 
+    #[inline]
     fn next(&mut self) -> Option<Entry> {
-        loop {
-            if self.finished {
-                return None;
-            }
-            if let Some((k, v)) = self.front_buf.pop_front() {
-                if !below(&self.back, &k) {
-                    self.finished = true;
-                    return None;
-                }
-                if !above(&self.front, &k) {
-                    continue;
-                }
-                self.front = Bound::Excluded(k.clone());
-                return Some((k, v));
-            }
-            let Some(cursor) = self.front_cursor.take() else {
+        if self.finished {
+            return None;
+        }
+        let moved = if self.front_started {
+            self.front.next()
+        } else {
+            self.front_started = true;
+            seek_start(&mut self.front, self.start.as_ref().map(Vec::as_slice))
+        };
+        match self.front_entry(moved) {
+            Some((k, v)) => Some((k.to_vec(), v.to_vec())),
+            None => {
                 self.finished = true;
-                return None;
-            };
-            let tree = self.tree;
-            let (batch, upper) = tree.retry(|| Self::optimistic_refill_front(tree, &cursor));
-            self.front_buf.extend(batch);
-            self.front_cursor = upper.map(Bound::Excluded);
+                None
+            }
         }
     }
 }
 
 impl DoubleEndedIterator for Range<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Entry> {
-        loop {
-            if self.finished {
-                return None;
-            }
-            if let Some((k, v)) = self.back_buf.pop() {
-                if !above(&self.front, &k) {
-                    self.finished = true;
-                    return None;
-                }
-                if !below(&self.back, &k) {
-                    continue;
-                }
-                self.back = Bound::Excluded(k.clone());
-                return Some((k, v));
-            }
-            let Some(cursor) = self.back_cursor.take() else {
+        if self.finished {
+            return None;
+        }
+        let moved = if self.back_started {
+            self.back.prev()
+        } else {
+            self.back_started = true;
+            seek_end(&mut self.back, self.end.as_ref().map(Vec::as_slice))
+        };
+        match self.back_entry(moved) {
+            Some((k, v)) => Some((k.to_vec(), v.to_vec())),
+            None => {
                 self.finished = true;
-                return None;
-            };
-            let tree = self.tree;
-            let (mut batch, lower) = tree.retry(|| Self::optimistic_refill_back(tree, &cursor));
-            batch.reverse();
-            self.back_buf = batch;
-            self.back_cursor = lower.map(Bound::Included);
+                None
+            }
         }
     }
 }
@@ -224,12 +216,8 @@ impl Tree {
     /// let last = tree.range(..).next_back();
     /// assert_eq!(last.map(|(k, _)| k), Some(b"d".to_vec()));
     /// ```
-    pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
-        Range::new(
-            &self.core,
-            owned_bound(range.start_bound()),
-            owned_bound(range.end_bound()),
-        )
+    pub fn range(&self, range: impl KeyRange) -> Range<'_> {
+        Range::new(self, owned_bound(range.start()), owned_bound(range.end()))
     }
 
     /// Like [`range`](Self::range), for bounds given as anything that is bytes: arrays,
@@ -248,7 +236,7 @@ impl Tree {
     /// ```
     pub fn range_of<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Range<'_> {
         Range::new(
-            &self.core,
+            self,
             owned_bound(range.start_bound().map(K::as_ref)),
             owned_bound(range.end_bound().map(K::as_ref)),
         )
@@ -256,16 +244,80 @@ impl Tree {
 
     /// All entries in key order.
     pub fn iter(&self) -> Range<'_> {
-        Range::new(&self.core, Bound::Unbounded, Bound::Unbounded)
+        Range::new(self, Bound::Unbounded, Bound::Unbounded)
     }
 
     /// The entry with the smallest key.
     pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.iter().next()
+        let mut c = self.cursor();
+        c.seek_to_first();
+        c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()))
     }
 
     /// The entry with the largest key.
     pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.iter().next_back()
+        let mut c = self.cursor();
+        c.seek_to_last();
+        c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()))
+    }
+
+    /// Calls `f` with every entry whose key lies in `range`, in ascending key order, until
+    /// `f` returns [`ControlFlow::Break`]; returns the value it broke with, or `None` if it
+    /// visited the whole range.
+    ///
+    /// Keys and values are borrowed from a buffer the scan reuses: nothing is allocated per
+    /// entry. No latch is held while `f` runs, so `f` may read and write the tree. Entries
+    /// are seen as a [`Cursor`] sees them: each was in the tree during the scan, none twice,
+    /// none that stayed in the tree skipped.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// let tree = contree::Tree::new();
+    /// for i in 0u32..100 {
+    ///     tree.insert(&i.to_be_bytes(), &[i as u8]).unwrap();
+    /// }
+    /// // Sum the values of the first ten keys from 50 on.
+    /// let (mut sum, mut n) = (0u32, 0);
+    /// tree.scan(50u32.to_be_bytes().., |_k, v| {
+    ///     sum += v[0] as u32;
+    ///     n += 1;
+    ///     if n == 10 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    /// });
+    /// assert_eq!(sum, (50..60).sum::<u32>());
+    /// // Find the first key whose value is divisible by 7, from 1 on.
+    /// let found = tree.scan(1u32.to_be_bytes().., |k, v| {
+    ///     if v[0] % 7 == 0 { ControlFlow::Break(k.to_vec()) } else { ControlFlow::Continue(()) }
+    /// });
+    /// assert_eq!(found, Some(7u32.to_be_bytes().to_vec()));
+    /// ```
+    pub fn scan<R>(
+        &self,
+        range: impl KeyRange,
+        mut f: impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
+    ) -> Option<R> {
+        visit::<true, R>(self.cursor(), &range, &mut f)
+    }
+
+    /// As [`scan`](Self::scan), in descending key order.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     tree.insert(k, b"").unwrap();
+    /// }
+    /// let mut keys = Vec::new();
+    /// tree.scan_rev(b"b"..b"d", |k, _| {
+    ///     keys.push(k.to_vec());
+    ///     ControlFlow::<()>::Continue(())
+    /// });
+    /// assert_eq!(keys, vec![b"c".to_vec(), b"b".to_vec()]);
+    /// ```
+    pub fn scan_rev<R>(
+        &self,
+        range: impl KeyRange,
+        mut f: impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
+    ) -> Option<R> {
+        visit::<false, R>(self.cursor(), &range, &mut f)
     }
 }

@@ -1,0 +1,309 @@
+//! Cursors and visitor scans against std's `BTreeMap`, alone and under concurrent writers.
+//!
+//! * `cursor_matches_oracle`: random seeks and moves in both directions, interleaved with
+//!   inserts and removals that split and merge leaves (4 KiB pages, values of up to 300
+//!   bytes) and leave empty leaves behind (no space manager), compared step by step.
+//! * `scans_match_oracle`: `scan`, `scan_rev` and `range` with every kind of bound and early
+//!   breaks.
+//! * `cursors_stay_consistent_under_writers`: readers walk the tree forward and backward
+//!   while writers insert and remove other keys with values of changing sizes; every walk
+//!   must be strictly ordered and contain every stable key with its value.
+//! * `scan_closure_may_write_the_tree`: a visitor that writes to the tree does not hang.
+
+use contree::{Config, Cursor, Tree};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::{Bound, ControlFlow};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn config() -> Config {
+    Config {
+        page_size: 4096,
+        space_manager: false,
+        ..Config::default()
+    }
+}
+
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    // Shared prefixes of several lengths, so nodes carry prefixes.
+    let n: u32 = rng.gen_range(0..4000);
+    let mut k = format!("key/{:02}/", n % 37).into_bytes();
+    k.extend_from_slice(&n.to_be_bytes()[..rng.gen_range(1..=4)]);
+    k
+}
+
+fn value(rng: &mut StdRng) -> Vec<u8> {
+    let len = if rng.gen_bool(0.1) {
+        rng.gen_range(100..300)
+    } else {
+        rng.gen_range(0..12)
+    };
+    (0..len).map(|_| rng.gen()).collect()
+}
+
+fn current(c: &Cursor<'_>) -> Option<(Vec<u8>, Vec<u8>)> {
+    c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()))
+}
+
+fn owned(e: Option<(&Vec<u8>, &Vec<u8>)>) -> Option<(Vec<u8>, Vec<u8>)> {
+    e.map(|(k, v)| (k.clone(), v.clone()))
+}
+
+#[test]
+fn cursor_matches_oracle() {
+    for seed in 0..4u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let tree = Tree::with_config(config()).unwrap();
+        let mut oracle = Oracle::new();
+        for _ in 0..3000 {
+            let (k, v) = (key(&mut rng), value(&mut rng));
+            tree.insert(&k, &v).unwrap();
+            oracle.insert(k, v);
+        }
+        for step in 0..3000 {
+            match rng.gen_range(0..10) {
+                // Writes between walks: bulk removals of a key range leave empty leaves.
+                0 => {
+                    let (k, v) = (key(&mut rng), value(&mut rng));
+                    tree.insert(&k, &v).unwrap();
+                    oracle.insert(k, v);
+                }
+                1 => {
+                    let from = key(&mut rng);
+                    let doomed: Vec<_> = oracle
+                        .range(from..)
+                        .take(rng.gen_range(1..200))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for k in doomed {
+                        assert_eq!(tree.remove(&k), oracle.remove(&k));
+                    }
+                }
+                _ => {
+                    let probe = key(&mut rng);
+                    let mut c = tree.cursor();
+                    let (found, mut expect) = match rng.gen_range(0..6) {
+                        0 => (c.seek(&probe), owned(oracle.range(probe.clone()..).next())),
+                        1 => (
+                            c.seek_after(&probe),
+                            owned(
+                                oracle
+                                    .range((Bound::Excluded(probe.clone()), Bound::Unbounded))
+                                    .next(),
+                            ),
+                        ),
+                        2 => (
+                            c.seek_for_prev(&probe),
+                            owned(oracle.range(..=probe.clone()).next_back()),
+                        ),
+                        3 => (
+                            c.seek_before(&probe),
+                            owned(oracle.range(..probe.clone()).next_back()),
+                        ),
+                        4 => (c.seek_to_first(), owned(oracle.iter().next())),
+                        _ => (c.seek_to_last(), owned(oracle.iter().next_back())),
+                    };
+                    assert_eq!(found, expect.is_some(), "seed {seed} step {step}");
+                    assert_eq!(current(&c), expect, "seed {seed} step {step}");
+                    // Walk a while in random directions.
+                    for _ in 0..rng.gen_range(0..300) {
+                        let Some((k, _)) = expect.clone() else { break };
+                        let forward = rng.gen_bool(0.7);
+                        let moved = if forward { c.next() } else { c.prev() };
+                        expect = if forward {
+                            owned(oracle.range((Bound::Excluded(k), Bound::Unbounded)).next())
+                        } else {
+                            owned(oracle.range(..k).next_back())
+                        };
+                        assert_eq!(moved, expect.is_some(), "seed {seed} step {step}");
+                        assert_eq!(current(&c), expect, "seed {seed} step {step}");
+                    }
+                    // An unpositioned cursor stays so.
+                    if !c.is_valid() {
+                        assert!(!c.next() && !c.prev() && c.key().is_none());
+                    }
+                }
+            }
+        }
+        tree.check_invariants().unwrap();
+        let all: Vec<_> = tree.iter().collect();
+        let want: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(all, want);
+    }
+}
+
+fn bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
+    match rng.gen_range(0..3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key(rng)),
+        _ => Bound::Excluded(key(rng)),
+    }
+}
+
+#[test]
+fn scans_match_oracle() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let tree = Tree::with_config(config()).unwrap();
+    let mut oracle = Oracle::new();
+    for _ in 0..4000 {
+        let (k, v) = (key(&mut rng), value(&mut rng));
+        tree.insert(&k, &v).unwrap();
+        oracle.insert(k, v);
+    }
+    for _ in 0..500 {
+        let (lo, hi) = (bound(&mut rng), bound(&mut rng));
+        // `BTreeMap::range` panics on inverted or equal excluded bounds; such ranges are
+        // empty.
+        let empty = match (&lo, &hi) {
+            (Bound::Included(a), Bound::Included(b)) => a > b,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
+            | (Bound::Excluded(a), Bound::Included(b)) => a >= b,
+            _ => false,
+        };
+        let want: Vec<(Vec<u8>, Vec<u8>)> = if empty {
+            Vec::new()
+        } else {
+            oracle
+                .range((lo.clone(), hi.clone()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let limit = rng.gen_range(0..want.len() + 2);
+        let r = (
+            lo.as_ref().map(Vec::as_slice),
+            hi.as_ref().map(Vec::as_slice),
+        );
+
+        let mut got = Vec::new();
+        let broke = tree.scan(r, |k, v| {
+            if got.len() == limit {
+                return ControlFlow::Break(got.len());
+            }
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(got[..], want[..limit.min(want.len())]);
+        assert_eq!(broke, (limit < want.len()).then_some(limit));
+
+        let mut got = Vec::new();
+        tree.scan_rev(r, |k, v| {
+            if got.len() == limit {
+                return ControlFlow::Break(());
+            }
+            got.push((k.to_vec(), v.to_vec()));
+            ControlFlow::Continue(())
+        });
+        let rev: Vec<_> = want.iter().rev().take(limit).cloned().collect();
+        assert_eq!(got, rev);
+
+        let got: Vec<_> = tree.range(r).collect();
+        assert_eq!(got, want);
+        // Both ends at once: they meet without crossing.
+        let mut it = tree.range(r);
+        let (mut front, mut back) = (Vec::new(), Vec::new());
+        loop {
+            let e = if rng.gen_bool(0.5) {
+                it.next().map(|e| front.push(e))
+            } else {
+                it.next_back().map(|e| back.push(e))
+            };
+            if e.is_none() {
+                break;
+            }
+        }
+        back.reverse();
+        front.extend(back);
+        assert_eq!(front, want);
+    }
+}
+
+#[test]
+fn cursors_stay_consistent_under_writers() {
+    let tree = Arc::new(Tree::with_config(Config::default()).unwrap());
+    // Stable keys: multiples of 4, value = the key. Writers touch the other keys only.
+    let stable: Vec<u64> = (0..20_000u64).map(|i| i * 4).collect();
+    for &k in &stable {
+        tree.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (tree, stop) = (Arc::clone(&tree), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(t);
+                while !stop.load(Ordering::Relaxed) {
+                    let k = rng.gen_range(0..80_000u64) | 1 | (t << 1);
+                    if rng.gen_bool(0.55) {
+                        let len = rng.gen_range(0..200);
+                        tree.insert(&k.to_be_bytes(), &vec![7; len]).unwrap();
+                    } else {
+                        tree.remove(&k.to_be_bytes());
+                    }
+                }
+            })
+        })
+        .collect();
+    let check = |keys: &[(Vec<u8>, Vec<u8>)], forward: bool| {
+        let mut seen = 0;
+        for w in keys.windows(2) {
+            assert_eq!(w[0].0 < w[1].0, forward, "walk out of order");
+        }
+        for (k, v) in keys {
+            let k = u64::from_be_bytes(k[..].try_into().unwrap());
+            if k % 4 == 0 {
+                assert_eq!(v[..], k.to_le_bytes());
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, stable.len(), "a stable key was skipped");
+    };
+    for round in 0..6 {
+        let mut c = tree.cursor();
+        let mut walk = Vec::new();
+        let mut ok = if round % 2 == 0 {
+            c.seek_to_first()
+        } else {
+            c.seek_to_last()
+        };
+        while ok {
+            let (k, v) = c.entry().unwrap();
+            walk.push((k.to_vec(), v.to_vec()));
+            ok = if round % 2 == 0 { c.next() } else { c.prev() };
+        }
+        check(&walk, round % 2 == 0);
+        let mut walk = Vec::new();
+        tree.scan(.., |k, v| {
+            walk.push((k.to_vec(), v.to_vec()));
+            ControlFlow::<()>::Continue(())
+        });
+        check(&walk, true);
+        let walk: Vec<_> = tree.iter().rev().collect();
+        check(&walk, false);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+fn scan_closure_may_write_the_tree() {
+    let tree = Tree::new();
+    for i in 0u32..2000 {
+        tree.insert(&i.to_be_bytes(), b"v").unwrap();
+    }
+    let mut n = 0;
+    tree.scan(.., |k, _v| {
+        // Writes to the leaf the scan stands on, and reads of it.
+        tree.insert(k, b"changed").unwrap();
+        assert_eq!(tree.get(k).as_deref(), Some(&b"changed"[..]));
+        n += 1;
+        ControlFlow::<()>::Continue(())
+    });
+    assert_eq!(n, 2000);
+    assert!(tree.iter().all(|(_, v)| v == b"changed"));
+}
