@@ -101,7 +101,7 @@ fn concurrent_disjoint_writers_and_scanners() {
     });
     tree.check_invariants().unwrap();
     let expect = (0..threads * per)
-        .filter(|k| (k / threads) % 3 != 0)
+        .filter(|k| !(k / threads).is_multiple_of(3))
         .count();
     assert_eq!(tree.len(), expect);
     assert_eq!(tree.iter().count(), expect);

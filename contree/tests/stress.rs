@@ -630,7 +630,7 @@ fn splits_and_merges_under_load() {
                         // Remove most of them again (keep every tenth), in another order.
                         let mut victims: Vec<u32> =
                             (0..per_thread).filter(|i| i % 10 != 0).collect();
-                        if (round as usize + t) % 2 == 0 {
+                        if (round as usize + t).is_multiple_of(2) {
                             victims.reverse();
                         }
                         for (n, &i) in victims.iter().enumerate() {

@@ -284,8 +284,55 @@ impl TreeCore {
     /// Descends to the leaf that holds `key` and latches it exclusively (waiting for it).
     #[inline]
     pub(crate) fn exclusive_leaf(&self, key: &[u8]) -> Result<(Node, ExclusiveGuard<'_>), Restart> {
-        let mut r = self.descend(&mut Target::Key(key, 0), &Exclusive(self))?;
-        self.policy.latched(r.node, &mut r.guard, &self.counters);
-        Ok((r.node, r.guard))
+        let finger = if self.appending() {
+            let found = self.rightmost_finger(key)?;
+            if found.is_none() {
+                self.set_appending(false);
+            }
+            found
+        } else {
+            None
+        };
+        let (node, mut guard) = match finger {
+            Some(found) => found,
+            None => {
+                let r = self.descend(&mut Target::Key(key, 0), &Exclusive(self))?;
+                if r.pid == self.rightmost_leaf() {
+                    self.set_appending(true);
+                }
+                (r.node, r.guard)
+            }
+        };
+        self.policy.latched(node, &mut guard, &self.counters);
+        Ok((node, guard))
+    }
+
+    /// The append finger: a key above the lower fence of the rightmost leaf belongs to that
+    /// leaf, whose page never changes (see the module doc of `engine`), so appends latch it
+    /// without a descent. Returns `None` (nothing latched) for any other key.
+    #[inline]
+    fn rightmost_finger(&self, key: &[u8]) -> Result<Option<(Node, ExclusiveGuard<'_>)>, Restart> {
+        let (node, latch) = self.page(self.rightmost_leaf())?;
+        // A cheap optimistic look first, so that other keys pay no latch.
+        let Some(look) = latch.try_optimistic() else {
+            return Ok(None);
+        };
+        let above = node.above_lower_fence(key)?;
+        look.validate()?;
+        if !above {
+            return Ok(None);
+        }
+        let x = match latch.try_exclusive() {
+            Some(x) => x,
+            None => {
+                self.policy.latch_busy();
+                latch.exclusive()
+            }
+        };
+        // The lower fence may have risen (a split) since the look.
+        if node.level() != 0 || node.has_upper_fence() || !node.above_lower_fence(key)? {
+            return Ok(None);
+        }
+        Ok(Some((node, x)))
     }
 }

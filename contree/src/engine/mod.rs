@@ -29,7 +29,7 @@ use crate::node::{Node, NodeMut};
 use crate::page::{Directory, PageId, PagePool};
 use crate::policy::LeafPolicies;
 use crate::sync::{Counter, HybridLatch, Restart, StripedCounters};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) use descent::{Above, Optimistic, OptimisticNoWait, RandomRoute, Target, Visit};
@@ -41,6 +41,9 @@ struct HotWords {
     meta: HybridLatch,
     root: AtomicU32,
     directory: Directory,
+    /// Whether the last exclusive descent ended at the rightmost leaf: then the next one
+    /// tries the append finger first (`descent`). Written only when it changes.
+    appending: AtomicBool,
 }
 
 /// Counters of structure changes; written rarely, never on the data path.
@@ -100,6 +103,7 @@ impl TreeCore {
                 meta: HybridLatch::new(),
                 root: AtomicU32::new(root),
                 directory: Directory::of(&pool),
+                appending: AtomicBool::new(false),
             },
             pool,
             policy: LeafPolicies::new(&config),
@@ -142,6 +146,20 @@ impl TreeCore {
     }
 
     /// The page id of the rightmost leaf.
+    /// See `HotWords::appending`.
+    #[inline]
+    pub(crate) fn appending(&self) -> bool {
+        self.hot.appending.load(Ordering::Relaxed)
+    }
+
+    /// Sets `HotWords::appending`, writing the shared line only on a change.
+    #[inline]
+    pub(crate) fn set_appending(&self, on: bool) {
+        if self.appending() != on {
+            self.hot.appending.store(on, Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn rightmost_leaf(&self) -> PageId {
         self.rightmost_leaf
     }

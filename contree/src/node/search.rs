@@ -1,7 +1,7 @@
 //! Search inside one node: heads first, whole suffixes only inside a run of equal heads.
 //! Safe to run optimistically (see the module doc of `node`).
 
-use super::{head_of, Node, DESCENT_PREFETCH, HEADER, SLOT};
+use super::{head_of, Node, DESCENT_PREFETCH, HAS_LOWER, HEADER, OFF_LOWER, OFF_LOWER_LEN, SLOT};
 use crate::sync::Restart;
 use std::cmp::Ordering;
 
@@ -20,6 +20,17 @@ impl Node {
         }
         self.raw()
             .compare(e.rest_off, e.suffix_len - 4, &suffix[4..])
+    }
+
+    /// Whether `key` lies above the lower fence (always, when there is none).
+    #[inline]
+    pub(crate) fn above_lower_fence(&self, key: &[u8]) -> Result<bool, Restart> {
+        if self.flags() & HAS_LOWER == 0 {
+            return Ok(true);
+        }
+        let off = self.header_u32(OFF_LOWER) as usize;
+        let len = self.header_u16(OFF_LOWER_LEN) as usize;
+        Ok(self.page.compare(off, len, key)? == Ordering::Less)
     }
 
     /// The first position whose key is `>= key`, and whether that key equals `key`.
@@ -54,15 +65,19 @@ impl Node {
         // comparison. On the right edge of the tree nodes have no upper fence and hence no
         // prefix, so all heads of small integer keys are equal there and a search would
         // compare whole suffixes at every step.
-        match self.cmp_entry(count - 1, head, suffix)? {
-            Ordering::Less => return Ok((count, false)),
-            Ordering::Equal => return Ok((count - 1, true)),
-            Ordering::Greater => {}
+        // Only the rightmost node of a level (no upper fence) receives them; elsewhere the
+        // check would cost a comparison at every level of every descent.
+        if !self.has_upper_fence() {
+            match self.cmp_entry(count - 1, head, suffix)? {
+                Ordering::Less => return Ok((count, false)),
+                Ordering::Equal => return Ok((count - 1, true)),
+                Ordering::Greater => {}
+            }
         }
         // Heads decide most comparisons: find the run of slots whose head equals the key's.
-        let mut lo = self.first_head_at_least(head, 0, count - 1);
-        // SAFETY: `lo <= count - 1` (`first_head_at_least` returns at most its `to`), and
-        // `count` is a value `count()` returned, so below `max_slots()`.
+        let mut lo = self.first_head_at_least(head, 0, count);
+        // SAFETY: `lo < count` (checked first), and `count` is a value `count()` returned,
+        // so below `max_slots()`.
         if lo == count || unsafe { self.slot_head(lo) } != head {
             return Ok((lo, false));
         }
@@ -97,13 +112,11 @@ impl Node {
         let mut n = to - from;
         while n > 1 {
             let half = n / 2;
-            let mid = base + half;
-            // SAFETY: `mid < to <= count`.
-            base = if unsafe { self.slot_head(mid) } < head {
-                mid
-            } else {
-                base
-            };
+            // SAFETY: `base + half < to <= count`.
+            let h = unsafe { self.slot_head(base + half) };
+            // A data-dependent choice the CPU cannot predict: a conditional move, not a
+            // branch.
+            base = std::hint::select_unpredictable(h < head, base + half, base);
             n -= half;
         }
         // SAFETY: `base < to <= count`.

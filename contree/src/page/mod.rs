@@ -129,7 +129,7 @@ impl PagePool {
                 continue;
             }
             let pid = st.next_fresh;
-            if pid % SEGMENT_PAGES == 0 && self.map_segment(pid).is_err() {
+            if pid.is_multiple_of(SEGMENT_PAGES) && self.map_segment(pid).is_err() {
                 st.free.append(&mut out);
                 return Err(Exhausted);
             }
