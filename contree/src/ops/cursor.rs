@@ -95,35 +95,36 @@ impl<'t> Cursor<'t> {
     /// Positions the cursor on the first entry whose key is `>= key`; returns whether there
     /// is one.
     pub fn seek(&mut self, key: &[u8]) -> bool {
-        self.seek.clear();
-        self.seek.extend_from_slice(key);
-        self.load(Seek::AtOrAfter)
+        self.seek_by(key, false, Seek::AtOrAfter)
     }
 
     /// Positions the cursor on the first entry whose key is `> key`; returns whether there
     /// is one.
     pub fn seek_after(&mut self, key: &[u8]) -> bool {
         // The keys above `key` are the keys at or above `key ++ [0]`.
-        self.seek.clear();
-        self.seek.extend_from_slice(key);
-        self.seek.push(0);
-        self.load(Seek::AtOrAfter)
+        self.seek_by(key, true, Seek::AtOrAfter)
     }
 
     /// Positions the cursor on the last entry whose key is `<= key`; returns whether there
     /// is one.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> bool {
-        self.seek.clear();
-        self.seek.extend_from_slice(key);
-        self.load(Seek::AtOrBefore)
+        self.seek_by(key, false, Seek::AtOrBefore)
     }
 
     /// Positions the cursor on the last entry whose key is `< key`; returns whether there
     /// is one.
     pub fn seek_before(&mut self, key: &[u8]) -> bool {
+        self.seek_by(key, false, Seek::Below)
+    }
+
+    /// Sets the seek key to `key` (with a zero byte appended if `zero`) and descends.
+    fn seek_by(&mut self, key: &[u8], zero: bool, how: Seek) -> bool {
         self.seek.clear();
         self.seek.extend_from_slice(key);
-        self.load(Seek::Below)
+        if zero {
+            self.seek.push(0);
+        }
+        self.load(how)
     }
 
     /// Positions the cursor on the first entry of the tree; returns whether there is one.
@@ -232,9 +233,10 @@ impl<'t> Cursor<'t> {
     #[cold]
     fn leave_forward(&mut self) -> bool {
         if let Some(at) = self.at.take() {
-            match at.node.copy_upper_fence(&mut self.seek) {
-                Ok(false) if at.guard.validate().is_ok() => return self.unposition(),
-                Ok(true) if at.guard.validate().is_ok() => {
+            let read = at.node.copy_upper_fence(&mut self.seek);
+            match (read, at.guard.validate()) {
+                (Ok(false), Ok(())) => return self.unposition(),
+                (Ok(true), Ok(())) => {
                     self.seek.push(0);
                     return self.load(Seek::AtOrAfter);
                 }
@@ -253,11 +255,11 @@ impl<'t> Cursor<'t> {
     #[cold]
     fn leave_backward(&mut self) -> bool {
         if let Some(at) = self.at.take() {
-            match at.node.copy_lower_fence(&mut self.seek) {
-                Ok(false) if at.guard.validate().is_ok() => return self.unposition(),
-                Ok(true) if at.guard.validate().is_ok() => {
-                    return self.load(Seek::AtOrBefore);
-                }
+            let read = at.node.copy_lower_fence(&mut self.seek);
+            match (read, at.guard.validate()) {
+                (Ok(false), Ok(())) => return self.unposition(),
+                (Ok(true), Ok(())) => return self.load(Seek::AtOrBefore),
+                // Torn read: go on from the current key instead.
                 _ => {}
             }
         }
