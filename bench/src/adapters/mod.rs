@@ -16,10 +16,13 @@
 use std::borrow::Borrow;
 
 pub mod bbtree;
+pub mod bftree;
 pub mod bplustree;
 pub mod btreemap;
 pub mod congee;
 pub mod contree;
+pub mod ferntree;
+pub mod masstree;
 pub mod scc;
 pub mod skiplist;
 
@@ -51,6 +54,12 @@ pub struct Shape {
     pub int_keys: bool,
     /// Value size in bytes.
     pub value_size: usize,
+    /// The longest key of the run, in bytes (peers with a configured key limit size it
+    /// from this).
+    pub max_key_len: usize,
+    /// Whether the workload runs ordered scans (a peer whose scans are wrong for some keys
+    /// refuses such runs).
+    pub scans: bool,
 }
 
 impl Shape {
@@ -139,6 +148,24 @@ pub fn all_peers() -> Vec<Peer> {
             name: "congee",
             about: "congee (ART with optimistic lock coupling; u64 keys, 8-byte values only)",
             build: congee::build,
+            concurrent: always,
+        },
+        Peer {
+            name: "bf-tree",
+            about: "bf_tree::BfTree 0.5 (Microsoft Research Bf-Tree, in memory; byte keys)",
+            build: bftree::build,
+            concurrent: always,
+        },
+        Peer {
+            name: "masstree",
+            about: "masstree::MassTree 0.9 (trie of B+trees, optimistic reads; byte keys)",
+            build: masstree::build,
+            concurrent: always,
+        },
+        Peer {
+            name: "ferntree",
+            about: "ferntree::Tree 0.7 (B+tree with optimistic lock coupling, from bplustree)",
+            build: ferntree::build,
             concurrent: always,
         },
     ]);

@@ -116,7 +116,7 @@ impl Worker for NewsWorker<'_> {
     #[inline]
     fn step(&mut self, index: &dyn Index) -> u32 {
         self.steps = self.steps.wrapping_add(1);
-        if self.inserter && self.steps % 64 == 0 && Instant::now() >= self.next_batch {
+        if self.inserter && self.steps.is_multiple_of(64) && Instant::now() >= self.next_batch {
             return self.insert_batch(index);
         }
         let w = self.workload;
