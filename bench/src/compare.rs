@@ -22,7 +22,7 @@
 //! lasts `--duration` seconds (0.25 by default) after a `--warmup` (0.05 s), and the whole
 //! experiment is repeated `--repeat` times (3), interleaved across peers; the table shows
 //! medians. (Before the three newer peers and the newer rows, runs were 0.4 s after a
-//! 0.15 s warm-up; `--duration 0.4 --warmup 0.15` gives those back, at about 5 minutes.)
+//! 0.15 s warm-up; `--duration 0.4 --warmup 0.15` gives those back, at about 6 minutes.)
 //! Thread counts above 2 oversubscribe the 2 cores on purpose (see the GUIDE: spinning
 //! latches collapse there, parking ones must not).
 
