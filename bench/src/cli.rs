@@ -49,8 +49,11 @@ pub enum Command {
     TpccIndex(TpccArgs),
     /// Bulk insert of N keys in random or sorted order: throughput and bytes per entry.
     Load(LoadArgs),
-    /// The main job: load, YCSB-A and YCSB-C (zipfian), seq-insert and hot-update, every
-    /// peer, a few minutes on 2 cores; prints the table and writes compare.svg.
+    /// Ordered scans of a fixed number of entries from a uniform existing key.
+    Scan(ScanArgs),
+    /// The main job: load, YCSB-A and YCSB-C (zipfian), seq-insert, hot-update, 100-entry
+    /// scans, and load, uniform lookups and scans with string and long keys; every peer, a
+    /// few minutes on 2 cores; prints the table and writes compare.svg.
     Compare(CompareArgs),
     /// Lists the peers.
     Peers,
@@ -115,7 +118,7 @@ pub struct YcsbArgs {
     /// Zipfian skew, between 0 and 1 (exclusive).
     #[arg(long, default_value_t = 0.99, value_parser = parse_theta)]
     pub theta: f64,
-    /// Key encoding: 8-byte integers or YCSB "user" strings.
+    /// Key encoding: 8-byte integers, YCSB "user" strings, or 50-200-byte paths and URLs.
     #[arg(long, value_enum, default_value_t = KeyKind::Int)]
     pub keys: KeyKind,
     /// Longest scan of ycsb-e (lengths are uniform from 1).
@@ -187,18 +190,39 @@ pub struct LoadArgs {
     pub keys: KeyKind,
 }
 
+/// scan options.
+#[derive(Args, Debug, Clone)]
+pub struct ScanArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Entries per scan.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub length: u32,
+    /// Key encoding.
+    #[arg(long, value_enum, default_value_t = KeyKind::Int)]
+    pub keys: KeyKind,
+}
+
 /// compare options.
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Peers to run [default: every peer, contree in its default configuration].
     #[arg(long, value_delimiter = ',', value_parser = parse_peer)]
     pub peers: Vec<String>,
+    /// Rows to run, comma-separated [default: all: load, ycsb-a, ycsb-c, seq-insert,
+    /// hot-update, scan100, load-str, get-str, scan100-str, load-long, get-long].
+    #[arg(long, value_delimiter = ',', value_parser = parse_row)]
+    pub rows: Vec<String>,
     /// Repetitions, interleaved across peers.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
     /// Seconds each measured run lasts.
-    #[arg(long, default_value_t = 0.4, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = 0.25, value_parser = parse_seconds)]
     pub duration: f64,
+    /// Seconds of unmeasured warm-up before each measured run (not before loads).
+    #[arg(long, default_value_t = 0.05, value_parser = parse_seconds_or_zero)]
+    pub warmup: f64,
     /// Where to draw the plot.
     #[arg(long, default_value = "compare.svg")]
     pub plot: PathBuf,
@@ -253,6 +277,18 @@ fn parse_theta(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "'{s}' is not a zipfian theta strictly between 0 and 1"
         )),
+    }
+}
+
+fn parse_row(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if crate::compare::ROWS.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown row '{s}'; rows: {}",
+            crate::compare::ROWS.join(", ")
+        ))
     }
 }
 

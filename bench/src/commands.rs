@@ -15,6 +15,7 @@ use crate::stats::{summarize, Record};
 use crate::workloads::hot_update::HotUpdate;
 use crate::workloads::load::Load;
 use crate::workloads::news::News;
+use crate::workloads::scan::Scan;
 use crate::workloads::seq_insert::SeqInsert;
 use crate::workloads::tpcc::Tpcc;
 use crate::workloads::ycsb::{Ycsb, YcsbKind};
@@ -70,6 +71,10 @@ pub fn execute(cli: Cli) -> Result<(), String> {
         Command::Load(a) => {
             let p = params(&a.run, 1_000_000, 8, Some(a.keys));
             (Box::new(Load::new(p, a.order)), a.run)
+        }
+        Command::Scan(a) => {
+            let p = params(&a.run, 1_000_000, 8, Some(a.keys));
+            (Box::new(Scan::new(p, a.length as usize)), a.run)
         }
     };
     let plan = plan(&run)?;
@@ -174,7 +179,8 @@ pub fn run_and_report(jobs: &[Job], outputs: &Outputs, quiet: bool) -> Result<Ve
             (j.workload.name().to_string(), j.workload.config(t))
         })
         .collect();
-    print!("{}", output::table(&summaries, &configs));
+    let notes: Vec<(String, String)> = jobs.iter().flat_map(|j| skip_notes(j)).collect();
+    print!("{}", output::table(&summaries, &configs, &notes));
     if let Some(p) = &outputs.json {
         output::write_json(p, &records)?;
         eprintln!("wrote {}", p.display());
@@ -193,6 +199,28 @@ pub fn run_and_report(jobs: &[Job], outputs: &Outputs, quiet: bool) -> Result<Ve
         eprintln!("wrote {}", p.display());
     }
     Ok(records)
+}
+
+/// One line per peer of `job` that skips its workload, or runs it single-threaded only.
+fn skip_notes(job: &Job) -> Vec<(String, String)> {
+    let w = job.workload;
+    let shape = w.shape();
+    let mut notes = Vec::new();
+    for p in &job.plan.peers {
+        let line = match p.supports(&shape) {
+            Err(why) => Some(format!("skipped: {} ({why})", p.name)),
+            Ok(()) => match p.concurrent(&shape) {
+                Err(why) if job.plan.threads.iter().any(|&t| w.total_threads(t) > 1) => {
+                    Some(format!("single-threaded only: {} ({why})", p.name))
+                }
+                _ => None,
+            },
+        };
+        if let Some(line) = line {
+            notes.push((w.name().to_string(), line));
+        }
+    }
+    notes
 }
 
 fn check_writable(path: &std::path::Path) -> Result<(), String> {

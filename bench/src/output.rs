@@ -22,8 +22,13 @@ fn ns(v: Option<f64>) -> String {
     }
 }
 
-/// The table of `summaries`, one block per workload.
-pub fn table(summaries: &[Summary], configs: &[(String, String)]) -> String {
+/// The table of `summaries`, one block per workload; `notes` are (workload, line) pairs
+/// printed under that workload's block (peers that skipped it, and why).
+pub fn table(
+    summaries: &[Summary],
+    configs: &[(String, String)],
+    notes: &[(String, String)],
+) -> String {
     let mut out = String::new();
     let mut workloads: Vec<&str> = Vec::new();
     for s in summaries {
@@ -74,6 +79,9 @@ pub fn table(summaries: &[Summary], configs: &[(String, String)]) -> String {
                     bpe
                 );
             }
+        }
+        for (_, note) in notes.iter().filter(|(name, _)| name == w) {
+            let _ = writeln!(out, "  {note}");
         }
     }
     out

@@ -16,7 +16,7 @@ enum Answer {
     Scan(Vec<(Vec<u8>, Vec<u8>)>),
 }
 
-fn script(index: &dyn Index, kind: KeyKind, value_size: usize) -> Vec<Answer> {
+fn script(index: &dyn Index, kind: KeyKind, value_size: usize, scans: bool) -> Vec<Answer> {
     let mut rng = FastRng::new(99);
     let mut answers = Vec::new();
     let mut value = vec![0u8; value_size];
@@ -38,7 +38,7 @@ fn script(index: &dyn Index, kind: KeyKind, value_size: usize) -> Vec<Answer> {
                 answers.push(Answer::Changed(index.update(key.as_bytes(), &value)));
             }
             2 => answers.push(Answer::Changed(index.remove(key.as_bytes()))),
-            3 => {
+            3 if scans => {
                 let count = rng.below(40) as usize;
                 let mut seen = Vec::new();
                 let n = index.scan(key.as_bytes(), count, &mut |k, v| {
@@ -102,19 +102,21 @@ impl Index for Oracle {
     }
 }
 
-fn check_all(kind: KeyKind, value_size: usize) {
+fn check_all(kind: KeyKind, value_size: usize, scans: bool) -> Vec<&'static str> {
     let shape = Shape {
         int_keys: kind == KeyKind::Int,
         value_size,
+        max_key_len: kind.max_len(),
+        scans,
     };
     let oracle = Oracle(parking_lot::Mutex::new(BTreeMap::new()));
-    let expected = script(&oracle, kind, value_size);
+    let expected = script(&oracle, kind, value_size, scans);
     let mut ran = Vec::new();
     for peer in all_peers() {
         let Ok(index) = peer.build(&shape) else {
             continue;
         };
-        let got = script(index.as_ref(), kind, value_size);
+        let got = script(index.as_ref(), kind, value_size, scans);
         assert_eq!(got.len(), expected.len());
         for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
             assert_eq!(g, e, "{} differs from the oracle at answer {i}", peer.name);
@@ -122,16 +124,55 @@ fn check_all(kind: KeyKind, value_size: usize) {
         ran.push(peer.name);
     }
     assert!(ran.len() >= 5, "only {ran:?} ran");
+    ran
 }
 
 #[test]
 fn adapters_agree_on_u64_keys() {
-    check_all(KeyKind::Int, 8);
+    let ran = check_all(KeyKind::Int, 8, true);
+    for p in [
+        "contree", "bbtree", "congee", "bf-tree", "masstree", "ferntree",
+    ] {
+        assert!(ran.contains(&p), "{p} did not run: {ran:?}");
+    }
 }
 
 #[test]
 fn adapters_agree_on_string_keys() {
-    check_all(KeyKind::Str, 24);
+    // masstree refuses scans over keys longer than 8 bytes (see its adapter).
+    let ran = check_all(KeyKind::Str, 24, true);
+    for p in ["contree", "bbtree", "bf-tree", "ferntree"] {
+        assert!(ran.contains(&p), "{p} did not run: {ran:?}");
+    }
+    let ran = check_all(KeyKind::Str, 24, false);
+    assert!(ran.contains(&"masstree"), "masstree did not run: {ran:?}");
+}
+
+#[test]
+fn adapters_agree_on_long_keys() {
+    let ran = check_all(KeyKind::Long, 8, true);
+    for p in ["contree", "bbtree", "bf-tree", "ferntree"] {
+        assert!(ran.contains(&p), "{p} did not run: {ran:?}");
+    }
+    let ran = check_all(KeyKind::Long, 8, false);
+    assert!(ran.contains(&"masstree"), "masstree did not run: {ran:?}");
+}
+
+#[test]
+fn masstree_refuses_scans_over_long_keys_only() {
+    let masstree = all_peers()
+        .into_iter()
+        .find(|p| p.name == "masstree")
+        .unwrap();
+    let shape = |max_key_len, scans| Shape {
+        int_keys: max_key_len == 8,
+        value_size: 8,
+        max_key_len,
+        scans,
+    };
+    assert!(masstree.supports(&shape(8, true)).is_ok());
+    assert!(masstree.supports(&shape(24, false)).is_ok());
+    assert!(masstree.supports(&shape(24, true)).is_err());
 }
 
 #[test]
@@ -145,6 +186,9 @@ fn every_named_peer_is_present() {
         "bplustree",
         "btreemap",
         "congee",
+        "bf-tree",
+        "masstree",
+        "ferntree",
     ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
@@ -159,11 +203,15 @@ fn congee_refuses_what_it_cannot_store() {
     let bytes = Shape {
         int_keys: false,
         value_size: 8,
+        max_key_len: 24,
+        scans: false,
     };
     assert!(congee.supports(&bytes).is_err());
     let wide = Shape {
         int_keys: true,
         value_size: 128,
+        max_key_len: 8,
+        scans: false,
     };
     assert!(congee.supports(&wide).is_err());
 }
@@ -178,6 +226,8 @@ fn contree_reports_its_stats() {
         .build(&Shape {
             int_keys: true,
             value_size: 8,
+            max_key_len: 8,
+            scans: false,
         })
         .unwrap();
     index.insert(b"12345678", b"abcdefgh");

@@ -71,6 +71,9 @@ fn parses_every_workload_and_its_options() {
         vec!["tpcc-index", "--warehouses", "2"],
         vec!["load", "--order", "sorted", "--records", "1_000_000"],
         vec!["compare", "--repeat", "1", "--duration", "0.2"],
+        vec!["compare", "--rows", "scan100,get-str", "--warmup", "0"],
+        vec!["scan", "--length", "10", "--keys", "long"],
+        vec!["ycsb-c", "--keys", "long", "--distribution", "uniform"],
         vec!["peers"],
     ] {
         assert!(parse(&line).is_ok(), "{line:?}: {:?}", parse(&line).err());
@@ -95,6 +98,8 @@ fn rejects_bad_arguments() {
         vec!["ycsb-a", "--readers", "2"],
         vec!["load", "--order", "backwards"],
         vec!["compare", "--duration", "nan"],
+        vec!["compare", "--rows", "nosuchrow"],
+        vec!["scan", "--length", "0"],
     ] {
         assert!(parse(&line).is_err(), "{line:?} was accepted");
     }

@@ -2,7 +2,8 @@
 //!
 //! contree is a bytes-to-bytes tree, so it stores exactly the bytes it is given in every run.
 //! Lookups use `get_with` (the value is copied straight into the caller's buffer). Updates go through `update_with`, which overwrites the value in place under the leaf's
-//! exclusive latch (falling back to `insert` if the length differs). Its `Stats` are exported
+//! exclusive latch (falling back to `insert` if the length differs). Scans all go through
+//! [`scan_from`], the single place to change when contree's scan API changes. Its `Stats` are exported
 //! as a JSON object by reading their `Debug` form, so counters the tree gains later (for
 //! example Contention Split's or XMerge's) appear in the results without touching the bench.
 //!
@@ -92,6 +93,33 @@ pub fn build_with(config: Config, shape: &Shape) -> Result<Box<dyn Index>, Strin
     Ok(Box::new(ContreeIndex { tree }))
 }
 
+/// **The one place where the bench scans contree**: every scan of every workload (`scan100`,
+/// `scan100-str`, `ycsb-e`, `scan`) comes here through [`Index::scan`]. It visits up to
+/// `count` entries in key order from the first key `>= start` and returns how many.
+///
+/// It uses the visitor scan `Tree::scan(start.., ..)`: borrowed entries, no allocation per
+/// entry, stopped with `ControlFlow::Break` after `count` entries.
+pub fn scan_from(
+    tree: &Tree,
+    start: &[u8],
+    count: usize,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) -> usize {
+    let mut n = 0;
+    if count > 0 {
+        tree.scan(start.., |k, v| {
+            visit(k, v);
+            n += 1;
+            if n == count {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+    }
+    n
+}
+
 /// A `contree::Tree` behind the adapter trait.
 pub struct ContreeIndex {
     tree: Tree,
@@ -142,20 +170,7 @@ impl Index for ContreeIndex {
     }
 
     fn scan(&self, start: &[u8], count: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> usize {
-        // The visitor scan: borrowed entries, no allocation per entry.
-        let mut n = 0;
-        if count > 0 {
-            self.tree.scan(start.., |k, v| {
-                visit(k, v);
-                n += 1;
-                if n == count {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            });
-        }
-        n
+        scan_from(&self.tree, start, count, visit)
     }
 
     fn repr(&self) -> &'static str {

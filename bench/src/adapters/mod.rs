@@ -16,10 +16,13 @@
 use std::borrow::Borrow;
 
 pub mod bbtree;
+pub mod bftree;
 pub mod bplustree;
 pub mod btreemap;
 pub mod congee;
 pub mod contree;
+pub mod ferntree;
+pub mod masstree;
 pub mod scc;
 pub mod skiplist;
 
@@ -51,6 +54,12 @@ pub struct Shape {
     pub int_keys: bool,
     /// Value size in bytes.
     pub value_size: usize,
+    /// The longest key of the run, in bytes (peers with a configured key limit size it
+    /// from this).
+    pub max_key_len: usize,
+    /// Whether the workload runs ordered scans (a peer whose scans are wrong for some keys
+    /// refuses such runs).
+    pub scans: bool,
 }
 
 impl Shape {
@@ -139,6 +148,24 @@ pub fn all_peers() -> Vec<Peer> {
             name: "congee",
             about: "congee (ART with optimistic lock coupling; u64 keys, 8-byte values only)",
             build: congee::build,
+            concurrent: always,
+        },
+        Peer {
+            name: "bf-tree",
+            about: "bf_tree::BfTree 0.5 (Microsoft Research Bf-Tree, in memory; byte keys)",
+            build: bftree::build,
+            concurrent: always,
+        },
+        Peer {
+            name: "masstree",
+            about: "masstree::MassTree 0.9 (trie of B+trees, optimistic reads; byte keys)",
+            build: masstree::build,
+            concurrent: always,
+        },
+        Peer {
+            name: "ferntree",
+            about: "ferntree::Tree 0.7 (B+tree with optimistic lock coupling, from bplustree)",
+            build: ferntree::build,
             concurrent: always,
         },
     ]);
@@ -280,15 +307,20 @@ macro_rules! build_typed {
     };
 }
 
-/// Drives the epoch-based reclaimers some peers use (crossbeam-epoch for skiplist, bplustree
-/// and congee; sdd for scc) until the memory they deferred is freed, so that one run's
-/// garbage is not counted, or freed, inside the next run's memory measurement. Each round
-/// frees a bounded number of deferred batches, so it goes on until the live heap stops
-/// shrinking. Call it with no other thread running.
+/// Drives the epoch-based reclaimers some peers use (crossbeam-epoch for skiplist, bplustree,
+/// congee and ferntree; sdd for scc) until the memory they deferred is freed, so that one
+/// run's garbage is not counted, or freed, inside the next run's memory measurement. Each
+/// round frees a bounded number of deferred batches, so it goes on until the live heap stops
+/// shrinking. Worker threads that have just ended may still be running their thread-local
+/// destructors, which hand their last deferred frees to the collector a moment later
+/// (ferntree's updates leave tens of MB of such garbage; a measurement once went negative by
+/// 20 MB), so a quiet heap is confirmed twice after a short sleep before this returns. Call
+/// it with no other thread running.
 pub fn reclaim_deferred() {
     let mut last = crate::alloc::live_bytes();
     let mut quiet_checks = 0;
-    for round in 1..=200_000u32 {
+    let mut quiet_sleeps = 0;
+    for round in 1..=400_000u32 {
         let guard = crossbeam_epoch::pin();
         guard.flush();
         drop(guard);
@@ -297,10 +329,20 @@ pub fn reclaim_deferred() {
         drop(guard);
         if round % 128 == 0 {
             let now = crate::alloc::live_bytes();
-            quiet_checks = if now < last { 0 } else { quiet_checks + 1 };
+            if now < last {
+                quiet_checks = 0;
+                quiet_sleeps = 0;
+            } else {
+                quiet_checks += 1;
+            }
             last = now;
             if quiet_checks >= 4 {
-                break;
+                if quiet_sleeps >= 2 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                quiet_sleeps += 1;
+                quiet_checks = 0;
             }
         }
     }

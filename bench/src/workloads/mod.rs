@@ -16,6 +16,7 @@ use crate::keys::{fill_value, KeyBuf, KeyKind};
 pub mod hot_update;
 pub mod load;
 pub mod news;
+pub mod scan;
 pub mod seq_insert;
 pub mod tpcc;
 pub mod ycsb;
@@ -61,6 +62,51 @@ pub trait Workload: Sync {
     }
 }
 
+/// A workload under another name, so that one experiment can run the same workload with
+/// other keys as a row of its own (`compare`'s `load-str`, `get-long`, ...): results are
+/// grouped by name.
+pub struct Named<W> {
+    name: &'static str,
+    inner: W,
+}
+
+impl<W: Workload> Named<W> {
+    /// `inner`, reported as `name`.
+    pub fn new(name: &'static str, inner: W) -> Self {
+        Named { name, inner }
+    }
+}
+
+impl<W: Workload> Workload for Named<W> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn config(&self, threads: usize) -> String {
+        self.inner.config(threads)
+    }
+    fn shape(&self) -> Shape {
+        self.inner.shape()
+    }
+    fn setup(&self, index: &dyn Index, threads: usize) -> u64 {
+        self.inner.setup(index, threads)
+    }
+    fn worker(&self, thread: usize, threads: usize, seed: u64) -> Box<dyn Worker + '_> {
+        self.inner.worker(thread, threads, seed)
+    }
+    fn total_threads(&self, threads: usize) -> usize {
+        self.inner.total_threads(threads)
+    }
+    fn fixed_ops(&self) -> Option<u64> {
+        self.inner.fixed_ops()
+    }
+    fn reuse_index(&self) -> bool {
+        self.inner.reuse_index()
+    }
+    fn time_series(&self) -> bool {
+        self.inner.time_series()
+    }
+}
+
 /// Parameters shared by the workloads, from the command line.
 #[derive(Debug, Clone)]
 pub struct Params {
@@ -83,11 +129,13 @@ impl Default for Params {
 }
 
 impl Params {
-    /// The shape of a run with these parameters and `kind` keys.
+    /// The shape of a run with these parameters and `kind` keys, without scans.
     pub fn shape(&self, kind: KeyKind) -> Shape {
         Shape {
             int_keys: kind == KeyKind::Int,
             value_size: self.value_size,
+            max_key_len: kind.max_len(),
+            scans: false,
         }
     }
 

@@ -123,6 +123,8 @@ impl Workload for Tpcc {
         Shape {
             int_keys: false,
             value_size: self.params.value_size,
+            max_key_len: 24,
+            scans: false,
         }
     }
 

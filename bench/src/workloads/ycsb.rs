@@ -198,7 +198,10 @@ impl Workload for Ycsb {
     }
 
     fn shape(&self) -> Shape {
-        self.params.shape(self.params.key_kind)
+        Shape {
+            scans: self.kind.mix().scan > 0.0,
+            ..self.params.shape(self.params.key_kind)
+        }
     }
 
     fn setup(&self, index: &dyn Index, threads: usize) -> u64 {
