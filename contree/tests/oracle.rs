@@ -325,6 +325,12 @@ fn apply(tree: &Tree, oracle: &mut Oracle, op: &Op) -> Result<(), TestCaseError>
         Op::Get(k) => {
             let k = k.bytes(mk);
             prop_assert_eq!(tree.get(&k), oracle.get(&k).cloned(), "get {:x?}", k);
+            // `get_into` replaces whatever the buffer held, found or not.
+            let mut buf = vec![0xEE; k.len() % 7];
+            let found = tree.get_into(&k, &mut buf);
+            prop_assert_eq!(found, oracle.contains_key(&k), "get_into {:x?}", k);
+            let want = oracle.get(&k).cloned().unwrap_or_default();
+            prop_assert_eq!(buf, want, "get_into {:x?}", k);
         }
         Op::GetWith(k) => {
             let k = k.bytes(mk);

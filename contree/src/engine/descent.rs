@@ -281,6 +281,47 @@ impl TreeCore {
         ))
     }
 
+    /// The lean descent of point reads: the leaf whose range holds `key`, with its snapshot
+    /// (the caller validates it after reading). The same protocol as [`descend`] in
+    /// [`Optimistic`] mode, written out for one purpose: the root's search and the inner
+    /// levels' search are separate inlined copies of [`Node::point_search`] (see there), a
+    /// child's level is checked to be one below its parent's (so a torn read cannot loop),
+    /// and the leaf is prefetched as soon as its page is known.
+    ///
+    /// [`descend`]: TreeCore::descend
+    #[inline(always)]
+    pub(crate) fn point_leaf(&self, key: &[u8]) -> Result<(Node, OptimisticGuard<'_>), Restart> {
+        let meta = self.meta().optimistic();
+        let (mut node, latch) = self.page(self.root_id())?;
+        let mut guard = latch.optimistic();
+        meta.validate()?;
+        let mut level = node.level();
+        if level == 0 {
+            return Ok((node, guard));
+        }
+        let mut pos = node.point_search::<false>(key)?.0;
+        loop {
+            let child = node.child(pos)?;
+            let (next, latch) = self.page(child)?;
+            if level == 1 {
+                next.prefetch(0, DESCENT_PREFETCH);
+            }
+            let next_guard = latch.optimistic();
+            guard.validate()?;
+            (node, guard) = (next, next_guard);
+            let l = node.level();
+            if l != level - 1 {
+                // The child changed since its id was read, or the read was torn.
+                return Err(Restart);
+            }
+            level = l;
+            if level == 0 {
+                return Ok((node, guard));
+            }
+            pos = node.point_search::<false>(key)?.0;
+        }
+    }
+
     /// Descends to the leaf that holds `key` and latches it exclusively (waiting for it).
     #[inline]
     pub(crate) fn exclusive_leaf(&self, key: &[u8]) -> Result<(Node, ExclusiveGuard<'_>), Restart> {

@@ -438,10 +438,16 @@ impl Node {
     /// A copy of the value of entry `i`.
     #[inline]
     pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>, Restart> {
-        let e = self.entry(i)?;
-        let mut out = Vec::with_capacity(e.value_len);
-        self.page.append_to(e.value_off, e.value_len, &mut out)?;
+        let mut out = Vec::new();
+        self.append_value(i, &mut out)?;
         Ok(out)
+    }
+
+    /// Appends the value of entry `i` to `out`.
+    #[inline]
+    pub(crate) fn append_value(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+        let e = self.entry(i)?;
+        self.page.append_to(e.value_off, e.value_len, out)
     }
 
     /// Copies the value of entry `i` into the front of `buf` and returns its length, or

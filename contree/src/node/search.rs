@@ -38,6 +38,29 @@ impl Node {
     /// an optimistic race it may not, and the result is garbage but memory-safe.
     #[inline]
     pub(crate) fn lower_bound(&self, key: &[u8]) -> Result<(usize, bool), Restart> {
+        self.search::<true>(key, self.is_leaf())
+    }
+
+    /// The search of point reads ([`Tree::get`](crate::Tree::get) and its kin): the same
+    /// result as [`lower_bound`](Self::lower_bound) for a node at `LEAF`'s level, without
+    /// the append shortcut (it saves writers a search on the right edge, and would cost a
+    /// read a comparison in the root), inlined at every call site. The lean descent calls it
+    /// once for the root, once in its loop and once for the leaf, so that each gets branches
+    /// of its own: their outcomes differ by level (the root has no fences and often a
+    /// prefix taken from its keys, a leaf usually holds the key), and one shared branch
+    /// would mispredict at every level change.
+    #[inline(always)]
+    pub(crate) fn point_search<const LEAF: bool>(
+        &self,
+        key: &[u8],
+    ) -> Result<(usize, bool), Restart> {
+        self.search::<false>(key, LEAF)
+    }
+
+    /// [`lower_bound`](Self::lower_bound), with the append shortcut if `APPEND`; `leaf`
+    /// says whether the node is a leaf (its slots past the prefetched bytes are prefetched).
+    #[inline(always)]
+    fn search<const APPEND: bool>(&self, key: &[u8], leaf: bool) -> Result<(usize, bool), Restart> {
         let plen = self.prefix_len();
         let count = self.count();
         if plen > 0 && !self.prefix_is_guaranteed() {
@@ -54,7 +77,7 @@ impl Node {
         }
         let suffix = &key[plen..];
         let head = head_of(suffix);
-        if self.is_leaf() {
+        if leaf {
             // The descent already prefetched the first `DESCENT_PREFETCH` bytes.
             self.prefetch(DESCENT_PREFETCH, HEADER + count * SLOT);
         }
@@ -67,7 +90,7 @@ impl Node {
         // compare whole suffixes at every step.
         // Only the rightmost node of a level (no upper fence) receives them; elsewhere the
         // check would cost a comparison at every level of every descent.
-        if !self.has_upper_fence() {
+        if APPEND && !self.has_upper_fence() {
             match self.cmp_entry(count - 1, head, suffix)? {
                 Ordering::Less => return Ok((count, false)),
                 Ordering::Equal => return Ok((count - 1, true)),

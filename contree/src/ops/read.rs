@@ -11,28 +11,70 @@ pub const GET_WITH_INLINE: usize = 256;
 
 impl Tree {
     /// The value stored under `key`, copied out.
+    ///
+    /// Allocates the returned `Vec`; [`get_into`](Self::get_into) reuses a buffer and
+    /// [`get_with`](Self::get_with) allocates nothing.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"k", b"v").unwrap();
+    /// assert_eq!(tree.get(b"k"), Some(b"v".to_vec()));
+    /// assert_eq!(tree.get(b"missing"), None);
+    /// ```
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.get_into(key, &mut out).then_some(out)
+    }
+
+    /// Copies the value stored under `key` into `out` and returns `true`, or returns
+    /// `false` if `key` is absent. `out` is cleared first either way, so it holds exactly
+    /// the value afterwards; its capacity is reused, so a loop of lookups into one buffer
+    /// allocates only when a value is longer than any before.
+    ///
+    /// The read is optimistic (no latch, no write to shared memory): the value is copied and
+    /// the leaf's version validated after the copy, and the read repeats if a writer
+    /// changed the leaf meanwhile.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"a", b"first").unwrap();
+    /// tree.insert(b"b", b"second").unwrap();
+    /// let mut buf = Vec::new();
+    /// assert!(tree.get_into(b"a", &mut buf));
+    /// assert_eq!(buf, b"first");
+    /// assert!(tree.get_into(b"b", &mut buf));
+    /// assert_eq!(buf, b"second");
+    /// assert!(!tree.get_into(b"c", &mut buf));
+    /// assert!(buf.is_empty());
+    /// ```
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
         let core = &*self.core;
         core.retry(|| {
-            let (leaf, _) = core.optimistic_descend(Target::Key(key, 0))?;
-            let (pos, found) = leaf.node.lower_bound(key)?;
-            let out = if found {
-                Some(leaf.node.value(pos)?)
-            } else {
-                None
-            };
-            leaf.guard.validate()?;
-            Ok(out)
+            let (leaf, guard) = core.point_leaf(key)?;
+            let (pos, found) = leaf.point_search::<true>(key)?;
+            out.clear();
+            if found {
+                leaf.append_value(pos, out)?;
+            }
+            guard.validate()?;
+            Ok(found)
         })
     }
 
     /// Whether `key` is present.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"k", b"v").unwrap();
+    /// assert!(tree.contains_key(b"k"));
+    /// assert!(!tree.contains_key(b"j"));
+    /// ```
     pub fn contains_key(&self, key: &[u8]) -> bool {
         let core = &*self.core;
         core.retry(|| {
-            let (leaf, _) = core.optimistic_descend(Target::Key(key, 0))?;
-            let (_, found) = leaf.node.lower_bound(key)?;
-            leaf.guard.validate()?;
+            let (leaf, guard) = core.point_leaf(key)?;
+            let (_, found) = leaf.point_search::<true>(key)?;
+            guard.validate()?;
             Ok(found)
         })
     }
@@ -56,14 +98,14 @@ impl Tree {
         let core = &*self.core;
         let mut buf = [0u8; GET_WITH_INLINE];
         let inline = core.retry(|| {
-            let (leaf, _) = core.optimistic_descend(Target::Key(key, 0))?;
-            let (pos, found) = leaf.node.lower_bound(key)?;
+            let (leaf, guard) = core.point_leaf(key)?;
+            let (pos, found) = leaf.point_search::<true>(key)?;
             let out = if found {
-                Some(leaf.node.copy_value(pos, &mut buf)?)
+                Some(leaf.copy_value(pos, &mut buf)?)
             } else {
                 None
             };
-            leaf.guard.validate()?;
+            guard.validate()?;
             Ok(out)
         });
         match inline {
