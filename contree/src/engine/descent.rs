@@ -49,7 +49,9 @@ impl Route for Target<'_> {
     #[inline]
     fn pick(&mut self, node: &Node) -> Result<usize, Restart> {
         match *self {
-            Target::Key(key, _) => Ok(node.lower_bound(key)?.0),
+            // Inner nodes only: the point search (no append shortcut; appends reach the
+            // rightmost leaf through the append finger, without a descent).
+            Target::Key(key, _) => Ok(node.point_search::<false>(key)?.0),
             Target::Rightmost(_) => Ok(node.count()),
         }
     }
@@ -363,15 +365,21 @@ impl TreeCore {
         if !above {
             return Ok(None);
         }
-        let x = match latch.try_exclusive() {
-            Some(x) => x,
-            None => {
+        // Latched at the version the look validated: the fence it compared is still the
+        // lower fence, so the key is not compared again.
+        let (x, checked) = match look.upgrade_exclusive() {
+            Ok(x) => (x, true),
+            Err(Restart) => {
+                // A writer came in between (or holds the latch): wait, then look again.
                 self.policy.latch_busy();
-                latch.exclusive()
+                (latch.exclusive(), false)
             }
         };
         // The lower fence may have risen (a split) since the look.
-        if node.level() != 0 || node.has_upper_fence() || !node.above_lower_fence(key)? {
+        if node.level() != 0
+            || node.has_upper_fence()
+            || !(checked || node.above_lower_fence(key)?)
+        {
             return Ok(None);
         }
         Ok(Some((node, x)))

@@ -1,14 +1,36 @@
 //! Building nodes out of place: a page-sized [`Scratch`] buffer owned by one thread, and the
 //! [`Builder`] that appends entries in key order into a freshly formatted node.
 
-use super::{entry_space, head_of, raw::RawPage, Fence, Node, NodeMut, WriteCapability, SLOT};
+use super::{
+    entry_space, head_of, raw::RawPage, Fence, Node, NodeMut, WriteCapability, HEADER, SLOT,
+};
 use crate::page::PageId;
+use std::cell::Cell;
 
 /// A page-sized buffer for rebuilding a node out of place. It belongs to the thread that
 /// made it, so it is its own write capability.
+///
+/// Each thread keeps one spare buffer: a scratch page takes it (or allocates a zeroed one
+/// when there is none of the right size) and gives it back when dropped, so a split or a
+/// compaction neither allocates nor zeroes 4 KiB. Its bytes are then what the last rebuild
+/// left there; a rebuild formats the header and writes every slot and heap byte before it
+/// reads them, and [`copy_into`](Scratch::copy_into) copies only those parts.
 pub(crate) struct Scratch {
     buf: Vec<u64>,
     size: usize,
+}
+
+thread_local! {
+    /// The spare scratch buffer of this thread (see [`Scratch`]).
+    static SPARE: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        // During thread teardown the spare is gone: the buffer is freed instead.
+        let _ = SPARE.try_with(|s| s.set(buf));
+    }
 }
 
 impl WriteCapability for Scratch {
@@ -19,10 +41,13 @@ impl WriteCapability for Scratch {
 
 impl Scratch {
     pub(crate) fn new(size: usize) -> Scratch {
-        Scratch {
-            buf: vec![0u64; size / 8],
-            size,
-        }
+        let spare = SPARE.try_with(Cell::take).unwrap_or_default();
+        let buf = if spare.len() == size / 8 {
+            spare
+        } else {
+            vec![0u64; size / 8]
+        };
+        Scratch { buf, size }
     }
 
     /// The read view of the buffer.
@@ -48,10 +73,18 @@ impl Scratch {
         Builder::new(self.node_mut(), level, lower, upper, prefix)
     }
 
-    /// Copies everything but the latch word into `dst`.
+    /// Copies the node built here into `dst`: the header without the latch word, the
+    /// slots and the heap (the free space between slots and heap is not copied).
     pub(crate) fn copy_into(&mut self, dst: &mut NodeMut) {
         let src = self.node();
-        dst.copy_heap_from(&src, 8, 8, self.size - 8);
+        let slots_end = HEADER + src.count() * SLOT;
+        let heap_top = src.heap_top();
+        assert!(
+            slots_end <= heap_top && heap_top <= self.size,
+            "a scratch node overlaps its slots and heap"
+        );
+        dst.copy_heap_from(&src, 8, 8, slots_end - 8);
+        dst.copy_heap_from(&src, heap_top, heap_top, self.size - heap_top);
     }
 }
 
@@ -88,7 +121,7 @@ impl<'g> Builder<'g> {
     /// Reserves `heap_len` heap bytes and a slot for the next entry; returns the offset.
     fn reserve(&mut self, heap_len: usize) -> usize {
         assert!(
-            super::HEADER + (self.count + 1) * SLOT + heap_len <= self.heap_top,
+            HEADER + (self.count + 1) * SLOT + heap_len <= self.heap_top,
             "rebuilt node overflows its page"
         );
         self.heap_top -= heap_len;
