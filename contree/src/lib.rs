@@ -14,8 +14,9 @@
 //! tree.insert(b"apple", b"red").unwrap();
 //! tree.insert(b"banana", b"yellow").unwrap();
 //! assert_eq!(tree.get(b"apple"), Some(b"red".to_vec()));
-//! let keys: Vec<Vec<u8>> = tree.range(..).map(|(k, _)| k).collect();
-//! assert_eq!(keys, vec![b"apple".to_vec(), b"banana".to_vec()]);
+//! // Ranges hand out `Bytes`: short keys and values are copied without an allocation.
+//! let keys: Vec<contree::Bytes> = tree.range(..).map(|(k, _)| k).collect();
+//! assert_eq!(keys, [&b"apple"[..], b"banana"]);
 //! ```
 //!
 //! The typed layer [`TreeMap`] stores integers, strings and tuples through order-preserving
@@ -33,11 +34,12 @@
 //! * `ops`: the point operations and ranges of [`Tree`];
 //! * `space`: the space manager, sweeps, reclaim and `compact`;
 //! * `typed`: codecs and [`TreeMap`];
-//! * `tree`, `stats`, `check`, `config`, `error`: the public surface.
+//! * `tree`, `bytes`, `stats`, `check`, `config`, `error`: the public surface.
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+mod bytes;
 mod check;
 mod config;
 mod engine;
@@ -53,6 +55,7 @@ mod sync;
 mod tree;
 mod typed;
 
+pub use bytes::Bytes;
 pub use config::Config;
 pub use error::Error;
 pub use ops::{Cursor, KeyRange, Range, GET_WITH_INLINE};

@@ -34,10 +34,17 @@ fn run(seed: u64, ops: usize, key_space: u64, page_size: usize) {
     }
     tree.check_invariants().unwrap();
     assert_eq!(tree.len(), oracle.len());
-    let all: Vec<_> = tree.iter().collect();
+    let all: Vec<_> = tree
+        .iter()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect();
     let expect: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(all, expect);
-    let rev: Vec<_> = tree.iter().rev().collect();
+    let rev: Vec<_> = tree
+        .iter()
+        .rev()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect();
     let expect_rev: Vec<_> = expect.iter().rev().cloned().collect();
     assert_eq!(rev, expect_rev);
     // Remove everything: merges collapse the tree back to one leaf.

@@ -162,7 +162,8 @@ fn contention_splits_keep_the_oracle_and_invariants() {
                             6 => assert_eq!(tree.get(&k), oracle.get(&k).cloned()),
                             _ => {
                                 if i % 4096 == 7 {
-                                    let keys: Vec<_> = tree.iter().map(|(k, _)| k).collect();
+                                    let keys: Vec<_> =
+                                        tree.iter().map(|(k, _)| k.into_vec()).collect();
                                     assert!(
                                         keys.windows(2).all(|w| w[0] < w[1]),
                                         "scan out of order"
@@ -199,7 +200,10 @@ fn contention_splits_keep_the_oracle_and_invariants() {
     for &c in &counters {
         expect.insert(key(c), tree.get(&key(c)).unwrap());
     }
-    let all: BTreeMap<Vec<u8>, Vec<u8>> = tree.iter().collect();
+    let all: BTreeMap<Vec<u8>, Vec<u8>> = tree
+        .iter()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect();
     assert_eq!(all, expect);
     assert_eq!(tree.len(), expect.len());
 }

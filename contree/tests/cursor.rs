@@ -10,7 +10,7 @@
 //!   must be strictly ordered and contain every stable key with its value.
 //! * `scan_closure_may_write_the_tree`: a visitor that writes to the tree does not hang.
 
-use contree::{Config, Cursor, Tree};
+use contree::{Bytes, Config, Cursor, Tree};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::{Bound, ControlFlow};
@@ -50,6 +50,11 @@ fn current(c: &Cursor<'_>) -> Option<(Vec<u8>, Vec<u8>)> {
 
 fn owned(e: Option<(&Vec<u8>, &Vec<u8>)>) -> Option<(Vec<u8>, Vec<u8>)> {
     e.map(|(k, v)| (k.clone(), v.clone()))
+}
+
+/// A range item as vectors.
+fn vecs((k, v): (Bytes, Bytes)) -> (Vec<u8>, Vec<u8>) {
+    (k.into_vec(), v.into_vec())
 }
 
 #[test]
@@ -129,7 +134,7 @@ fn cursor_matches_oracle() {
             }
         }
         tree.check_invariants().unwrap();
-        let all: Vec<_> = tree.iter().collect();
+        let all: Vec<_> = tree.iter().map(vecs).collect();
         let want: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         assert_eq!(all, want);
     }
@@ -199,16 +204,16 @@ fn scans_match_oracle() {
         let rev: Vec<_> = want.iter().rev().take(limit).cloned().collect();
         assert_eq!(got, rev);
 
-        let got: Vec<_> = tree.range(r).collect();
+        let got: Vec<_> = tree.range(r).map(vecs).collect();
         assert_eq!(got, want);
         // Both ends at once: they meet without crossing.
         let mut it = tree.range(r);
         let (mut front, mut back) = (Vec::new(), Vec::new());
         loop {
             let e = if rng.gen_bool(0.5) {
-                it.next().map(|e| front.push(e))
+                it.next().map(|e| front.push(vecs(e)))
             } else {
-                it.next_back().map(|e| back.push(e))
+                it.next_back().map(|e| back.push(vecs(e)))
             };
             if e.is_none() {
                 break;
@@ -280,7 +285,7 @@ fn cursors_stay_consistent_under_writers() {
             ControlFlow::<()>::Continue(())
         });
         check(&walk, true);
-        let walk: Vec<_> = tree.iter().rev().collect();
+        let walk: Vec<_> = tree.iter().rev().map(vecs).collect();
         check(&walk, false);
     }
     stop.store(true, Ordering::Relaxed);

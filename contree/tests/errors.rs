@@ -5,14 +5,19 @@
 //!
 //! Run: `cargo test -p contree --test errors`.
 
-use contree::{Config, Error, Tree};
+use contree::{Bytes, Config, Error, Tree};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// A range item as vectors, to compare with `Entries`.
+fn vecs((k, v): (Bytes, Bytes)) -> (Vec<u8>, Vec<u8>) {
+    (k.into_vec(), v.into_vec())
+}
+
 fn contents(tree: &Tree) -> Entries {
-    tree.iter().collect()
+    tree.iter().map(vecs).collect()
 }
 
 fn small_tree(config: Config) -> (Tree, Entries) {
@@ -30,7 +35,7 @@ fn small_tree(config: Config) -> (Tree, Entries) {
 fn assert_unchanged(tree: &Tree, before: &Entries, what: &str) {
     assert_eq!(&contents(tree), before, "{what}: contents changed");
     assert_eq!(tree.len(), before.len(), "{what}: len changed");
-    let rev: Entries = tree.iter().rev().collect();
+    let rev: Entries = tree.iter().rev().map(vecs).collect();
     assert!(
         rev.iter().rev().eq(before.iter()),
         "{what}: reverse scan differs"
@@ -108,6 +113,7 @@ fn oversized_key_lookups_find_nothing() {
             .collect();
         let got: Entries = tree
             .range((Bound::Included(&long), Bound::Unbounded))
+            .map(vecs)
             .collect();
         assert_eq!(got, expect, "range from an oversized bound");
         assert_unchanged(&tree, &before, "lookups with an oversized key");
@@ -482,18 +488,18 @@ fn empty_key_is_valid() {
     assert_eq!(tree.first(), Some((b"".to_vec(), b"empty".to_vec())));
     assert_eq!(tree.insert(b"", b""), Ok(Some(b"empty".to_vec())));
     assert_eq!(tree.get(b""), Some(Vec::new()));
-    let keys: Vec<Vec<u8>> = tree.iter().map(|(k, _)| k).collect();
+    let keys: Vec<Vec<u8>> = tree.iter().map(|(k, _)| k.into_vec()).collect();
     assert_eq!(keys, vec![b"".to_vec(), b"\x00".to_vec(), b"a".to_vec()]);
     // The empty key as a range bound.
     let empty: &[u8] = b"";
     let after_empty: Vec<Vec<u8>> = tree
         .range((Bound::Excluded(empty), Bound::Unbounded))
-        .map(|(k, _)| k)
+        .map(|(k, _)| k.into_vec())
         .collect();
     assert_eq!(after_empty, vec![b"\x00".to_vec(), b"a".to_vec()]);
     let up_to_empty: Vec<Vec<u8>> = tree
         .range((Bound::Unbounded, Bound::Included(empty)))
-        .map(|(k, _)| k)
+        .map(|(k, _)| k.into_vec())
         .collect();
     assert_eq!(up_to_empty, vec![b"".to_vec()]);
     assert_eq!(tree.remove(b""), Some(Vec::new()));

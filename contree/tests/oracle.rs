@@ -16,7 +16,7 @@
 //!
 //! Run: `cargo test -p contree --test oracle`.
 
-use contree::{Config, Tree};
+use contree::{Bytes, Config, Tree};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PropConfig, TestCaseError};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -226,6 +226,11 @@ fn as_slices(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(|k| k.as_slice())
 }
 
+/// A range item as vectors, to compare with the oracle's entries.
+fn vecs((k, v): (Bytes, Bytes)) -> (Vec<u8>, Vec<u8>) {
+    (k.into_vec(), v.into_vec())
+}
+
 fn all(oracle: &Oracle) -> Entries {
     oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
@@ -233,10 +238,10 @@ fn all(oracle: &Oracle) -> Entries {
 /// Compares the whole tree with the oracle: forward, backward, len, first, last.
 fn compare_all(tree: &Tree, oracle: &Oracle) -> Result<(), TestCaseError> {
     let expect = all(oracle);
-    let got: Entries = tree.iter().collect();
+    let got: Entries = tree.iter().map(vecs).collect();
     prop_assert_eq!(got.len(), expect.len(), "iter() length");
     prop_assert!(got == expect, "iter() differs from the oracle");
-    let rev: Entries = tree.iter().rev().collect();
+    let rev: Entries = tree.iter().rev().map(vecs).collect();
     prop_assert!(
         rev.iter().eq(expect.iter().rev()),
         "iter().rev() differs from the oracle"
@@ -264,13 +269,13 @@ fn check_range(
         .collect();
 
     // Whole range, both directions.
-    let got: Entries = tree.range(range).collect();
+    let got: Entries = tree.range(range).map(vecs).collect();
     prop_assert!(
         got == expect,
         "range {:?}: forward scan differs",
         (&lo, &hi)
     );
-    let got_rev: Entries = tree.range(range).rev().collect();
+    let got_rev: Entries = tree.range(range).rev().map(vecs).collect();
     prop_assert!(
         got_rev.iter().eq(expect.iter().rev()),
         "range {:?}: backward scan differs",
@@ -285,13 +290,13 @@ fn check_range(
         let (got, want) = if forward {
             let want = (front < back).then(|| expect[front].clone());
             front += usize::from(want.is_some());
-            (it.next(), want)
+            (it.next().map(vecs), want)
         } else {
             let want = (front < back).then(|| {
                 back -= 1;
                 expect[back].clone()
             });
-            (it.next_back(), want)
+            (it.next_back().map(vecs), want)
         };
         prop_assert!(
             got == want,
@@ -628,15 +633,23 @@ fn long_random_run_matches_btreemap() {
                         Bound::Included(lo.as_slice()),
                         Bound::Excluded(hi.as_slice()),
                     );
-                    let got: Vec<Vec<u8>> = tree.range(range).take(50).map(|(k, _)| k).collect();
+                    let got: Vec<Vec<u8>> = tree
+                        .range(range)
+                        .take(50)
+                        .map(|(k, _)| k.into_vec())
+                        .collect();
                     let want: Vec<Vec<u8>> = oracle
                         .range::<[u8], _>(range)
                         .take(50)
                         .map(|(k, _)| k.clone())
                         .collect();
                     assert_eq!(got, want, "range {lo:x?}..{hi:x?}");
-                    let got: Vec<Vec<u8>> =
-                        tree.range(range).rev().take(50).map(|(k, _)| k).collect();
+                    let got: Vec<Vec<u8>> = tree
+                        .range(range)
+                        .rev()
+                        .take(50)
+                        .map(|(k, _)| k.into_vec())
+                        .collect();
                     let want: Vec<Vec<u8>> = oracle
                         .range::<[u8], _>(range)
                         .rev()
@@ -654,7 +667,7 @@ fn long_random_run_matches_btreemap() {
         }
         tree.check_invariants().unwrap();
         assert!(
-            tree.iter().eq(oracle.into_iter()),
+            tree.iter().map(vecs).eq(oracle),
             "seed {seed}: final contents differ"
         );
     }
@@ -678,11 +691,14 @@ fn empty_tree_edges() {
     // One entry, consumed from both ends at once: yielded exactly once.
     tree.insert(b"only", b"1").unwrap();
     let mut it = tree.iter();
-    assert_eq!(it.next(), Some((b"only".to_vec(), b"1".to_vec())));
+    assert_eq!(it.next().map(vecs), Some((b"only".to_vec(), b"1".to_vec())));
     assert_eq!(it.next_back(), None);
     assert_eq!(it.next(), None);
     let mut it = tree.iter();
-    assert_eq!(it.next_back(), Some((b"only".to_vec(), b"1".to_vec())));
+    assert_eq!(
+        it.next_back().map(vecs),
+        Some((b"only".to_vec(), b"1".to_vec()))
+    );
     assert_eq!(it.next(), None);
 }
 
@@ -706,7 +722,7 @@ fn double_ended_meets_in_the_middle() {
             it.next_back()
         };
         match next {
-            Some((k, _)) => seen.push(u32::from_be_bytes(k.try_into().unwrap())),
+            Some((k, _)) => seen.push(u32::from_be_bytes(k[..].try_into().unwrap())),
             None => break,
         }
     }
@@ -743,7 +759,7 @@ fn sequential_loads_every_entry_size() {
             tree.check_invariants()
                 .unwrap_or_else(|e| panic!("value_len {value_len} desc {desc} width {width}: {e}"));
             assert_eq!(tree.len(), n as usize);
-            let keys: Vec<Vec<u8>> = tree.iter().map(|(k, _)| k).collect();
+            let keys: Vec<Vec<u8>> = tree.iter().map(|(k, _)| k.into_vec()).collect();
             let want: Vec<Vec<u8>> = (0..n)
                 .map(|i| format!("key{i:0width$}").into_bytes())
                 .collect();

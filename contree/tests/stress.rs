@@ -23,7 +23,7 @@
 //! ThreadSanitizer), `CONTREE_STRESS_THREADS` raises the thread count (default 4) and
 //! `STRESS_SEED` changes the random seed. Run: `cargo test -p contree --test stress`.
 
-use contree::{Config, Tree};
+use contree::{Bytes, Config, Tree};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -69,6 +69,11 @@ fn key(id: u32) -> Vec<u8> {
 }
 
 /// The id of a key made by [`key`]; panics (failing the test) on any other byte string.
+/// A range item as vectors.
+fn vecs((k, v): (Bytes, Bytes)) -> (Vec<u8>, Vec<u8>) {
+    (k.into_vec(), v.into_vec())
+}
+
 fn key_id(k: &[u8]) -> u32 {
     assert!(k.len() >= 6 && &k[..2] == b"s/", "foreign key {k:x?}");
     let id = u32::from_be_bytes(k[2..6].try_into().unwrap());
@@ -372,7 +377,7 @@ fn worker(tree: &Tree, layout: &Layout, me: usize, ops: usize, seed: u64) -> Out
                         Bound::Unbounded
                     };
                     let range = (Bound::Included(ka.as_slice()), hi);
-                    let items: Vec<_> = tree.range(range).take(limit).collect();
+                    let items: Vec<_> = tree.range(range).take(limit).map(vecs).collect();
                     scanned += items.len() as u64;
                     let covered_hi = if items.len() == limit {
                         key_id(&items[limit - 1].0)
@@ -389,7 +394,7 @@ fn worker(tree: &Tree, layout: &Layout, me: usize, ops: usize, seed: u64) -> Out
                         Bound::Unbounded
                     };
                     let range = (lo, Bound::Included(kb.as_slice()));
-                    let items: Vec<_> = tree.range(range).rev().take(limit).collect();
+                    let items: Vec<_> = tree.range(range).rev().take(limit).map(vecs).collect();
                     scanned += items.len() as u64;
                     let covered_lo = if items.len() == limit {
                         key_id(&items[limit - 1].0)
@@ -475,7 +480,7 @@ fn mixed_workload_matches_oracle() {
     tree.check_invariants()
         .expect("invariants after the mixed workload");
     assert_eq!(tree.len(), expect.len(), "len()");
-    let got: Vec<(Vec<u8>, Vec<u8>)> = tree.iter().collect();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = tree.iter().map(vecs).collect();
     assert_eq!(got.len(), expect.len(), "number of entries");
     for ((gk, gv), (ek, ev)) in got.iter().zip(&expect) {
         assert_eq!(gk, ek, "first differing key");
@@ -617,6 +622,7 @@ fn splits_and_merges_under_load() {
                                 let items: Vec<_> = tree
                                     .range((Bound::Included(lo.as_slice()), Bound::Unbounded))
                                     .take(40)
+                                    .map(vecs)
                                     .collect();
                                 let hi = match items.last() {
                                     Some((k, _)) if items.len() == 40 => {
@@ -643,6 +649,7 @@ fn splits_and_merges_under_load() {
                                     .range((Bound::Unbounded, Bound::Included(hi.as_slice())))
                                     .rev()
                                     .take(40)
+                                    .map(vecs)
                                     .collect();
                                 let lo = match items.last() {
                                     Some((k, _)) if items.len() == 40 => {
@@ -675,7 +682,7 @@ fn splits_and_merges_under_load() {
     tree.check_invariants()
         .expect("invariants after splits and merges");
     assert_eq!(tree.len(), expect.len());
-    let got: Vec<(Vec<u8>, Vec<u8>)> = tree.iter().collect();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = tree.iter().map(vecs).collect();
     assert_eq!(got.len(), expect.len(), "number of entries");
     assert!(
         got.iter()

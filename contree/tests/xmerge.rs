@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo test -p contree --release --test xmerge`.
 
-use contree::{Config, Error, Tree};
+use contree::{Bytes, Config, Error, Tree};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -18,7 +18,10 @@ fn xorshift(x: &mut u64) -> u64 {
 
 fn assert_matches(tree: &Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
     tree.check_invariants().unwrap();
-    let got: Vec<_> = tree.iter().collect();
+    let got: Vec<_> = tree
+        .iter()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect();
     let want: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(got.len(), want.len());
     assert!(got == want, "contents differ from the oracle");
@@ -51,7 +54,7 @@ fn stress_beside_an_aggressive_space_manager() {
         let scanner = s.spawn(|| {
             let mut scans = 0;
             while !done.load(Ordering::Relaxed) {
-                let mut prev: Option<Vec<u8>> = None;
+                let mut prev: Option<Bytes> = None;
                 for (k, _) in tree.iter() {
                     if let Some(p) = &prev {
                         assert!(p < &k, "scan out of order");

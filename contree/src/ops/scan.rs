@@ -8,17 +8,29 @@
 
 use super::bounds::KeyRange;
 use super::cursor::Cursor;
-use crate::Tree;
+use crate::{Bytes, Tree};
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
-type Entry = (Vec<u8>, Vec<u8>);
+/// An entry handed out by a [`Range`].
+type Entry = (Bytes, Bytes);
 
-/// Iterator returned by [`Tree::range`](crate::Tree::range) and [`Tree::iter`](crate::Tree::iter); yields `(key, value)` copies in
-/// key order from either end.
+/// Iterator returned by [`Tree::range`](crate::Tree::range),
+/// [`Tree::range_of`](crate::Tree::range_of) and [`Tree::iter`](crate::Tree::iter); yields
+/// `(key, value)` copies in key order from either end.
+///
+/// Keys and values are [`Bytes`]: a copy of up to [`Bytes::INLINE_CAPACITY`] (22) bytes is
+/// stored inline, so a range over short keys and values allocates nothing per entry. `Bytes`
+/// dereferences to `[u8]` and compares equal to slices, arrays and vectors;
+/// [`Bytes::into_vec`] (or `Vec::from`) turns one into a `Vec<u8>`. The methods that
+/// return a single entry or value ([`Tree::get`](crate::Tree::get),
+/// [`Tree::first`](crate::Tree::first), [`Tree::last`](crate::Tree::last), `insert` and
+/// `remove`) return `Vec<u8>`s: they copy one entry, and a caller that keeps it usually wants
+/// a vector. To look at entries without any copy, use [`Tree::scan`](crate::Tree::scan) or a
+/// [`Cursor`](crate::Cursor).
 pub struct Range<'t> {
-    /// Where the range starts and ends.
-    start: Bound<Vec<u8>>,
-    end: Bound<Vec<u8>>,
+    /// Where the range starts and ends (a bound of up to 22 bytes costs no allocation).
+    start: Bound<Bytes>,
+    end: Bound<Bytes>,
     front: Cursor<'t>,
     back: Cursor<'t>,
     front_started: bool,
@@ -105,7 +117,7 @@ fn visit<const FORWARD: bool, R>(
 }
 
 impl<'t> Range<'t> {
-    pub(crate) fn new(tree: &'t Tree, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self {
+    pub(crate) fn new(tree: &'t Tree, start: Bound<Bytes>, end: Bound<Bytes>) -> Self {
         Range {
             start,
             end,
@@ -125,7 +137,7 @@ impl<'t> Range<'t> {
         let limit = if self.back_started {
             Bound::Excluded(self.back.key()?)
         } else {
-            self.end.as_ref().map(Vec::as_slice)
+            self.end.as_ref().map(Bytes::as_slice)
         };
         below(limit, k).then_some((k, v))
     }
@@ -137,7 +149,7 @@ impl<'t> Range<'t> {
         let limit = if self.front_started {
             Bound::Excluded(self.front.key()?)
         } else {
-            self.start.as_ref().map(Vec::as_slice)
+            self.start.as_ref().map(Bytes::as_slice)
         };
         above(limit, k).then_some((k, v))
     }
@@ -155,10 +167,10 @@ impl Iterator for Range<'_> {
             self.front.next()
         } else {
             self.front_started = true;
-            seek_start(&mut self.front, self.start.as_ref().map(Vec::as_slice))
+            seek_start(&mut self.front, self.start.as_ref().map(Bytes::as_slice))
         };
         match self.front_entry(moved) {
-            Some((k, v)) => Some((k.to_vec(), v.to_vec())),
+            Some((k, v)) => Some((Bytes::copy_from_slice(k), Bytes::copy_from_slice(v))),
             None => {
                 self.finished = true;
                 None
@@ -177,10 +189,10 @@ impl DoubleEndedIterator for Range<'_> {
             self.back.prev()
         } else {
             self.back_started = true;
-            seek_end(&mut self.back, self.end.as_ref().map(Vec::as_slice))
+            seek_end(&mut self.back, self.end.as_ref().map(Bytes::as_slice))
         };
         match self.back_entry(moved) {
-            Some((k, v)) => Some((k.to_vec(), v.to_vec())),
+            Some((k, v)) => Some((Bytes::copy_from_slice(k), Bytes::copy_from_slice(v))),
             None => {
                 self.finished = true;
                 None
@@ -190,8 +202,8 @@ impl DoubleEndedIterator for Range<'_> {
 }
 
 /// A bound over borrowed bytes, copied.
-fn owned_bound(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
-    b.map(<[u8]>::to_vec)
+fn owned_bound(b: Bound<&[u8]>) -> Bound<Bytes> {
+    b.map(Bytes::copy_from_slice)
 }
 
 impl Tree {
@@ -212,9 +224,10 @@ impl Tree {
     ///     .range((Included(&b"b"[..]), Excluded(&b"d"[..])))
     ///     .map(|(k, _)| k)
     ///     .collect();
-    /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
-    /// let last = tree.range(..).next_back();
-    /// assert_eq!(last.map(|(k, _)| k), Some(b"d".to_vec()));
+    /// assert_eq!(keys, [b"b", b"c"]);
+    /// let (last, _) = tree.range(..).next_back().unwrap();
+    /// assert_eq!(last, b"d");
+    /// assert_eq!(last.into_vec(), b"d".to_vec());
     /// ```
     pub fn range(&self, range: impl KeyRange) -> Range<'_> {
         Range::new(self, owned_bound(range.start()), owned_bound(range.end()))
@@ -230,7 +243,7 @@ impl Tree {
     ///     tree.insert(k.as_bytes(), b"").unwrap();
     /// }
     /// let keys: Vec<_> = tree.range_of("b".."d").map(|(k, _)| k).collect();
-    /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
+    /// assert_eq!(keys, [b"b", b"c"]);
     /// assert_eq!(tree.range_of(&b"c"[..]..).count(), 2);
     /// assert_eq!(tree.range_of(b"a".to_vec()..=b"b".to_vec()).count(), 2);
     /// ```

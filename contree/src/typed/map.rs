@@ -117,9 +117,15 @@ fn with_key<Q: KeyEncode + ?Sized, R>(key: &Q, f: impl FnOnce(&[u8]) -> R) -> R 
     })
 }
 
-/// Decodes a stored entry; `None` if either half is not a valid encoding.
-fn decode_entry<K: KeyCodec, V: ValueCodec>((key, value): (Vec<u8>, Vec<u8>)) -> Option<(K, V)> {
-    Some((K::decode_key_last(&key)?, V::decode_value_last(&value)?))
+/// Decodes a stored entry (a [`Range`] item or a copied `first`/`last` entry); `None` if
+/// either half is not a valid encoding.
+fn decode_entry<K: KeyCodec, V: ValueCodec>(
+    (key, value): (impl AsRef<[u8]>, impl AsRef<[u8]>),
+) -> Option<(K, V)> {
+    Some((
+        K::decode_key_last(key.as_ref())?,
+        V::decode_value_last(value.as_ref())?,
+    ))
 }
 
 /// The stored form of a range bound.

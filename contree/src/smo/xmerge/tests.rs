@@ -36,7 +36,10 @@ fn fill_random(t: &Tree, n: usize, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 fn assert_same(t: &Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
     t.check_invariants().unwrap();
-    let got: Vec<_> = t.iter().collect();
+    let got: Vec<_> = t
+        .iter()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect();
     let want: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(got, want);
 }

@@ -1,0 +1,491 @@
+//! [`Bytes`]: the immutable byte string that ranges hand out.
+//!
+//! A [`Range`](crate::Range) copies every key and value it returns out of the tree. With a
+//! `Vec<u8>` per key and per value, the two allocations and two frees per entry cost more
+//! than the scan itself; a `Bytes` of at most [`Bytes::INLINE_CAPACITY`] (22) bytes is stored
+//! inline, in the 24 bytes of the value itself, so short keys and values (integers, short
+//! strings, hashes of up to 176 bits) are copied without touching the allocator. Longer ones
+//! live in a boxed slice.
+//!
+//! A `Bytes` dereferences to `[u8]` and compares, orders and hashes exactly as that slice
+//! does, so it can be used wherever a byte slice is read, compared with slices, arrays and
+//! vectors, used as a map key looked up by `&[u8]`, or turned into a `Vec<u8>`.
+//!
+//! ```
+//! use contree::Bytes;
+//!
+//! let short = Bytes::from(&b"apple"[..]);
+//! assert!(short.is_inline());
+//! assert_eq!(short, b"apple");
+//! assert_eq!(&short[1..3], b"pp");
+//!
+//! let long = Bytes::from(vec![7u8; 100]);
+//! assert!(!long.is_inline());
+//! assert_eq!(long.len(), 100);
+//! assert!(long < short); // ordered as the byte slices are: 7 < b'a'
+//! ```
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+
+/// An immutable byte string that stores up to [`INLINE_CAPACITY`](Self::INLINE_CAPACITY)
+/// (22) bytes inline and longer ones on the heap; the item type of
+/// [`Range`](crate::Range).
+///
+/// A `Bytes` is 24 bytes, the size of a `Vec<u8>`. It dereferences to `[u8]` (so `len`,
+/// indexing, `iter`, `to_vec` and every other slice method work on it) and its equality,
+/// order and hash are those of the slice, so a `HashMap<Bytes, _>` or `BTreeMap<Bytes, _>`
+/// can be queried with a `&[u8]`. It compares equal to slices, arrays and vectors with the
+/// same contents.
+///
+/// ```
+/// use contree::Bytes;
+/// use std::collections::BTreeMap;
+///
+/// let tree = contree::Tree::new();
+/// tree.insert(b"k1", b"one").unwrap();
+/// tree.insert(b"k2", b"two").unwrap();
+///
+/// let entries: BTreeMap<Bytes, Bytes> = tree.iter().collect();
+/// assert_eq!(entries[&b"k2"[..]], b"two");
+///
+/// let (key, value) = tree.iter().next().unwrap();
+/// assert_eq!(key, b"k1");
+/// assert_eq!(value.to_vec(), b"one".to_vec());
+/// let owned: Vec<u8> = value.into_vec();
+/// assert_eq!(owned, b"one");
+/// ```
+#[derive(Clone)]
+pub struct Bytes(Repr);
+
+/// The representation: the tag byte, then either the length and the inline bytes, or (at
+/// offset 8) the boxed slice. 24 bytes in all.
+#[derive(Clone)]
+enum Repr {
+    /// `buf[..len]` holds the bytes; `len <= INLINE_CAPACITY`.
+    Inline {
+        len: u8,
+        buf: [u8; Bytes::INLINE_CAPACITY],
+    },
+    /// Longer than `INLINE_CAPACITY` (when built by this module; any length is valid).
+    Heap(Box<[u8]>),
+}
+
+impl Bytes {
+    /// The longest byte string stored inline, without an allocation.
+    pub const INLINE_CAPACITY: usize = 22;
+
+    /// The empty byte string (inline).
+    ///
+    /// ```
+    /// let empty = contree::Bytes::new();
+    /// assert!(empty.is_empty() && empty.is_inline());
+    /// assert_eq!(empty, contree::Bytes::default());
+    /// ```
+    #[inline]
+    pub const fn new() -> Self {
+        Bytes(Repr::Inline {
+            len: 0,
+            buf: [0; Self::INLINE_CAPACITY],
+        })
+    }
+
+    /// A copy of `bytes`: inline (no allocation) up to
+    /// [`INLINE_CAPACITY`](Self::INLINE_CAPACITY) bytes, otherwise in one allocation of
+    /// exactly `bytes.len()`. Copies the bytes once. Same as `Bytes::from(bytes)`.
+    ///
+    /// ```
+    /// use contree::Bytes;
+    ///
+    /// let b = Bytes::copy_from_slice(&[1, 2, 3]);
+    /// assert_eq!(b, [1, 2, 3]);
+    /// assert!(b.is_inline());
+    /// assert!(!Bytes::copy_from_slice(&[0; 23]).is_inline());
+    /// ```
+    #[inline]
+    pub fn copy_from_slice(bytes: &[u8]) -> Self {
+        if bytes.len() <= Self::INLINE_CAPACITY {
+            Bytes(Repr::Inline {
+                len: bytes.len() as u8,
+                buf: inline_copy(bytes),
+            })
+        } else {
+            Bytes(Repr::Heap(Box::from(bytes)))
+        }
+    }
+
+    /// Whether the bytes are stored inline (no heap allocation). Every byte string of at
+    /// most [`INLINE_CAPACITY`](Self::INLINE_CAPACITY) bytes built by this type is; longer
+    /// ones never are.
+    ///
+    /// ```
+    /// use contree::Bytes;
+    ///
+    /// assert!(Bytes::from(&[0u8; 22]).is_inline());
+    /// assert!(!Bytes::from(&[0u8; 23]).is_inline());
+    /// ```
+    #[inline]
+    pub fn is_inline(&self) -> bool {
+        matches!(self.0, Repr::Inline { .. })
+    }
+
+    /// The bytes as a slice (what `Deref` returns).
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, buf } => &buf[..*len as usize],
+            Repr::Heap(b) => b,
+        }
+    }
+
+    /// Converts into a `Vec<u8>`: without copying when the bytes are on the heap, with one
+    /// allocation and copy when they are inline. Same as `Vec::from(bytes)`.
+    ///
+    /// ```
+    /// use contree::Bytes;
+    ///
+    /// let long = Bytes::from(vec![9u8; 64]); // takes over the vector's buffer
+    /// let v: Vec<u8> = long.into_vec(); // and gives it back
+    /// assert_eq!(v, vec![9u8; 64]);
+    /// assert_eq!(Bytes::from(&b"ab"[..]).into_vec(), b"ab".to_vec());
+    /// ```
+    #[inline]
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.0 {
+            Repr::Inline { len, buf } => buf[..len as usize].to_vec(),
+            Repr::Heap(b) => b.into_vec(),
+        }
+    }
+}
+
+/// `bytes` (at most [`Bytes::INLINE_CAPACITY`] long) at the front of a zeroed array. Two
+/// fixed-size copies that may overlap instead of one of variable length: the range hands out
+/// two of these per entry, and a variable-length copy is a call of `memcpy`.
+#[inline]
+fn inline_copy(bytes: &[u8]) -> [u8; Bytes::INLINE_CAPACITY] {
+    let mut buf = [0; Bytes::INLINE_CAPACITY];
+    let n = bytes.len();
+    if n > 16 {
+        buf[..16].copy_from_slice(&bytes[..16]);
+        buf[n - 8..n].copy_from_slice(&bytes[n - 8..]);
+    } else if n >= 8 {
+        buf[..8].copy_from_slice(&bytes[..8]);
+        buf[n - 8..n].copy_from_slice(&bytes[n - 8..]);
+    } else if n >= 4 {
+        buf[..4].copy_from_slice(&bytes[..4]);
+        buf[n - 4..n].copy_from_slice(&bytes[n - 4..]);
+    } else if n >= 2 {
+        buf[..2].copy_from_slice(&bytes[..2]);
+        buf[n - 2..n].copy_from_slice(&bytes[n - 2..]);
+    } else if n == 1 {
+        buf[0] = bytes[0];
+    }
+    buf
+}
+
+impl Default for Bytes {
+    #[inline]
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    #[inline]
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Borrow<[u8]> for Bytes {
+    #[inline]
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
+
+impl fmt::Debug for Bytes {
+    /// Formats as the byte slice does: `[1, 2, 3]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_slice(), f)
+    }
+}
+
+impl PartialEq for Bytes {
+    #[inline]
+    fn eq(&self, other: &Bytes) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Bytes {}
+
+impl PartialOrd for Bytes {
+    #[inline]
+    fn partial_cmp(&self, other: &Bytes) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Bytes {
+    #[inline]
+    fn cmp(&self, other: &Bytes) -> Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl Hash for Bytes {
+    /// Hashes as the byte slice does, as [`Borrow<[u8]>`](Borrow) requires.
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state)
+    }
+}
+
+/// `PartialEq` both ways between `Bytes` and a type that derefs or coerces to a byte slice.
+macro_rules! eq_with_bytes {
+    ($([$($gen:tt)*] $other:ty),* $(,)?) => {$(
+        impl<$($gen)*> PartialEq<$other> for Bytes {
+            #[inline]
+            fn eq(&self, other: &$other) -> bool {
+                self.as_slice() == &other[..]
+            }
+        }
+
+        impl<$($gen)*> PartialEq<Bytes> for $other {
+            #[inline]
+            fn eq(&self, other: &Bytes) -> bool {
+                &self[..] == other.as_slice()
+            }
+        }
+    )*};
+}
+
+eq_with_bytes! {
+    [] [u8],
+    ['a] &'a [u8],
+    [] Vec<u8>,
+    [const N: usize] [u8; N],
+    ['a, const N: usize] &'a [u8; N],
+}
+
+impl From<&[u8]> for Bytes {
+    /// Copies the bytes once; see [`Bytes::copy_from_slice`].
+    #[inline]
+    fn from(bytes: &[u8]) -> Self {
+        Self::copy_from_slice(bytes)
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Bytes {
+    #[inline]
+    fn from(bytes: &[u8; N]) -> Self {
+        Self::copy_from_slice(bytes)
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    /// Copies up to [`INLINE_CAPACITY`](Bytes::INLINE_CAPACITY) bytes inline (and frees the
+    /// vector); a longer vector's buffer is kept, shrunk to its length if it has spare
+    /// capacity.
+    ///
+    /// ```
+    /// use contree::Bytes;
+    ///
+    /// assert!(Bytes::from(b"short".to_vec()).is_inline());
+    /// let long = vec![1u8; 40];
+    /// let ptr = long.as_ptr();
+    /// let b = Bytes::from(long);
+    /// assert_eq!(b.as_ptr(), ptr); // the same buffer
+    /// ```
+    #[inline]
+    fn from(bytes: Vec<u8>) -> Self {
+        if bytes.len() <= Self::INLINE_CAPACITY {
+            Self::copy_from_slice(&bytes)
+        } else {
+            Bytes(Repr::Heap(bytes.into_boxed_slice()))
+        }
+    }
+}
+
+impl From<Bytes> for Vec<u8> {
+    /// See [`Bytes::into_vec`].
+    #[inline]
+    fn from(bytes: Bytes) -> Self {
+        bytes.into_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use std::collections::hash_map::DefaultHasher;
+
+    fn hash_of<T: Hash + ?Sized>(x: &T) -> u64 {
+        let mut h = DefaultHasher::new();
+        x.hash(&mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn size_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Bytes>(), 24);
+        assert_eq!(std::mem::size_of::<Option<Bytes>>(), 24);
+        assert_eq!(std::mem::size_of::<(Bytes, Bytes)>(), 48);
+    }
+
+    #[test]
+    fn inline_heap_boundary() {
+        for len in [0usize, 1, 21, 22, 23, 1000] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + 1) as u8).collect();
+            let inline = len <= Bytes::INLINE_CAPACITY;
+            for b in [
+                Bytes::from(&data[..]),
+                Bytes::copy_from_slice(&data),
+                Bytes::from(data.clone()),
+            ] {
+                assert_eq!(b.is_inline(), inline, "len {len}");
+                assert_eq!(b.len(), len);
+                assert_eq!(&*b, &data[..]);
+                assert_eq!(b, data);
+                assert_eq!(b.clone(), b);
+                assert_eq!(b.clone().is_inline(), inline);
+                assert_eq!(b.to_vec(), data);
+                assert_eq!(b.clone().into_vec(), data);
+                assert_eq!(Vec::from(b), data);
+            }
+        }
+    }
+
+    #[test]
+    fn every_inline_length() {
+        for len in 0..=Bytes::INLINE_CAPACITY + 1 {
+            let data: Vec<u8> = (1..=len as u8).collect();
+            let b = Bytes::from(&data[..]);
+            assert_eq!(&*b, &data[..], "len {len}");
+            assert_eq!(b.is_inline(), len <= Bytes::INLINE_CAPACITY);
+        }
+    }
+
+    #[test]
+    fn from_array_and_default() {
+        assert_eq!(Bytes::from(b"abc"), b"abc");
+        assert_eq!(Bytes::from(&[5u8; 30]), [5u8; 30]);
+        assert!(Bytes::default().is_empty());
+        assert!(Bytes::default().is_inline());
+        assert_eq!(Bytes::default(), Bytes::new());
+        assert_eq!(Bytes::new(), b"");
+    }
+
+    #[test]
+    fn from_long_vec_keeps_its_buffer() {
+        let v = vec![3u8; 23];
+        let ptr = v.as_ptr();
+        let b = Bytes::from(v);
+        assert_eq!(b.as_ptr(), ptr);
+        let back = b.into_vec();
+        assert_eq!(back.as_ptr(), ptr);
+        assert_eq!(back, vec![3u8; 23]);
+    }
+
+    #[test]
+    fn equality_both_ways() {
+        let b = Bytes::from(&b"xyz"[..]);
+        let slice: &[u8] = b"xyz";
+        let vec = b"xyz".to_vec();
+        let array = *b"xyz";
+        assert_eq!(b, *slice);
+        assert_eq!(*slice, b);
+        assert_eq!(b, slice);
+        assert_eq!(slice, b);
+        assert_eq!(b, vec);
+        assert_eq!(vec, b);
+        assert_eq!(b, array);
+        assert_eq!(array, b);
+        assert_eq!(b, &array);
+        assert_eq!(&array, b);
+        assert_ne!(b, *b"xy");
+        assert_ne!(b"xyzz", b);
+        // Collections of `Bytes` compare with collections of vectors.
+        assert_eq!(vec![b.clone()], vec![vec.clone()]);
+        assert_eq!(vec![vec], vec![b]);
+    }
+
+    #[test]
+    fn debug_is_the_slices() {
+        for data in [&b""[..], b"ab\x00", &[200u8; 30]] {
+            let b = Bytes::from(data);
+            assert_eq!(format!("{b:?}"), format!("{data:?}"));
+            assert_eq!(format!("{b:#?}"), format!("{data:#?}"));
+        }
+    }
+
+    #[test]
+    fn eq_ord_hash_agree_with_slices() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let vecs: Vec<Vec<u8>> = (0..300)
+            .map(|_| {
+                // Mostly short lengths around the boundary, a few long; a small alphabet so
+                // that prefixes and equal strings are common.
+                let len = match rng.gen_range(0..10) {
+                    0 => rng.gen_range(23..200),
+                    _ => rng.gen_range(0..=24),
+                };
+                (0..len).map(|_| rng.gen_range(0..3u8)).collect()
+            })
+            .collect();
+        let bytes: Vec<Bytes> = vecs.iter().map(|v| Bytes::from(&v[..])).collect();
+        for (a, va) in bytes.iter().zip(&vecs) {
+            assert_eq!(hash_of(a), hash_of(&va[..]));
+            assert_eq!(hash_of(a), hash_of(va));
+            assert_eq!(Borrow::<[u8]>::borrow(a), &va[..]);
+            for (b, vb) in bytes.iter().zip(&vecs) {
+                assert_eq!(a == b, va == vb);
+                assert_eq!(a.cmp(b), va.cmp(vb));
+                assert_eq!(a.partial_cmp(b), va.partial_cmp(vb));
+                assert_eq!(*a == vb[..], va == vb);
+                assert_eq!(a == vb, va == vb);
+            }
+        }
+        let mut sorted = bytes.clone();
+        sorted.sort();
+        let mut sorted_vecs = vecs.clone();
+        sorted_vecs.sort();
+        assert_eq!(sorted, sorted_vecs);
+        // Lookups by slice in hashed and ordered collections.
+        let set: std::collections::HashSet<Bytes> = bytes.iter().cloned().collect();
+        let tree: std::collections::BTreeSet<Bytes> = bytes.iter().cloned().collect();
+        for v in &vecs {
+            assert!(set.contains(&v[..]));
+            assert!(tree.contains(&v[..]));
+        }
+        assert!(!set.contains(&[9u8][..]));
+    }
+
+    #[test]
+    fn round_trips() {
+        for len in [0usize, 5, 22, 23, 300] {
+            let v: Vec<u8> = (0..len as u32).map(|i| (i * 31) as u8).collect();
+            assert_eq!(Bytes::from(v.clone()).into_vec(), v);
+            assert_eq!(Vec::from(Bytes::from(&v[..])), v);
+            assert_eq!(
+                Bytes::from(Bytes::from(&v[..]).to_vec()),
+                Bytes::from(v.clone())
+            );
+            assert_eq!(Bytes::from(Bytes::from(v.clone()).as_ref()), v);
+        }
+    }
+}
