@@ -438,8 +438,9 @@ impl Node {
     /// A copy of the value of entry `i`.
     #[inline]
     pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>, Restart> {
-        let mut out = Vec::new();
-        self.append_value(i, &mut out)?;
+        let e = self.entry(i)?;
+        let mut out = Vec::with_capacity(e.value_len);
+        self.page.append_to(e.value_off, e.value_len, &mut out)?;
         Ok(out)
     }
 

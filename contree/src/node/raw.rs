@@ -100,15 +100,7 @@ impl RawPage {
         out: &mut Vec<u8>,
     ) -> Result<(), Restart> {
         self.check(off, len)?;
-        if out.capacity() - out.len() < len {
-            if out.capacity() == 0 {
-                // A fresh buffer (`Tree::get`): one exact allocation, without the
-                // amortised growth path.
-                *out = Vec::with_capacity(len);
-            } else {
-                out.reserve(len);
-            }
-        }
+        out.reserve(len);
         // SAFETY: the source range lies inside the mapped page (checked); the destination
         // is the vector's spare capacity, reserved above, which the source cannot overlap;
         // the copy reads through raw pointers and forms no reference over page bytes. The

@@ -22,8 +22,18 @@ impl Tree {
     /// assert_eq!(tree.get(b"missing"), None);
     /// ```
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let mut out = Vec::new();
-        self.get_into(key, &mut out).then_some(out)
+        let core = &*self.core;
+        core.retry(|| {
+            let (leaf, guard) = core.point_leaf(key)?;
+            let (pos, found) = leaf.point_search::<true>(key)?;
+            let out = if found {
+                Some(leaf.value(pos)?)
+            } else {
+                None
+            };
+            guard.validate()?;
+            Ok(out)
+        })
     }
 
     /// Copies the value stored under `key` into `out` and returns `true`, or returns
