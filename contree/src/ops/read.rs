@@ -26,11 +26,7 @@ impl Tree {
         core.retry(|| {
             let (leaf, guard) = core.point_leaf(key)?;
             let (pos, found) = leaf.point_search::<true>(key)?;
-            let out = if found {
-                Some(leaf.value(pos)?)
-            } else {
-                None
-            };
+            let out = if found { Some(leaf.value(pos)?) } else { None };
             guard.validate()?;
             Ok(out)
         })
