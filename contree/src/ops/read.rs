@@ -1,7 +1,7 @@
 //! Point reads: optimistic, validated, never writing to shared memory.
 
 use crate::engine::Target;
-use crate::node::Stable;
+use crate::node::{Node, Stable};
 use crate::sync::Restart;
 use crate::Tree;
 
@@ -10,6 +10,25 @@ use crate::Tree;
 pub const GET_WITH_INLINE: usize = 256;
 
 impl Tree {
+    /// The one optimistic point read: the lean descent to `key`'s leaf, the leaf search,
+    /// `read(leaf, position, found)` (which copies what it needs out of the page), then
+    /// validation of the leaf; repeated until a read validates.
+    #[inline(always)]
+    fn read_point<T>(
+        &self,
+        key: &[u8],
+        mut read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
+    ) -> T {
+        let core = &*self.core;
+        core.retry(|| {
+            let (leaf, guard) = core.point_leaf(key)?;
+            let (pos, found) = leaf.point_search::<true>(key)?;
+            let out = read(leaf, pos, found)?;
+            guard.validate()?;
+            Ok(out)
+        })
+    }
+
     /// The value stored under `key`, copied out.
     ///
     /// Allocates the returned `Vec`; [`get_into`](Self::get_into) reuses a buffer and
@@ -22,13 +41,8 @@ impl Tree {
     /// assert_eq!(tree.get(b"missing"), None);
     /// ```
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let core = &*self.core;
-        core.retry(|| {
-            let (leaf, guard) = core.point_leaf(key)?;
-            let (pos, found) = leaf.point_search::<true>(key)?;
-            let out = if found { Some(leaf.value(pos)?) } else { None };
-            guard.validate()?;
-            Ok(out)
+        self.read_point(key, |leaf, pos, found| {
+            found.then(|| leaf.value(pos)).transpose()
         })
     }
 
@@ -54,15 +68,11 @@ impl Tree {
     /// assert!(buf.is_empty());
     /// ```
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
-        let core = &*self.core;
-        core.retry(|| {
-            let (leaf, guard) = core.point_leaf(key)?;
-            let (pos, found) = leaf.point_search::<true>(key)?;
+        self.read_point(key, |leaf, pos, found| {
             out.clear();
             if found {
                 leaf.append_value(pos, out)?;
             }
-            guard.validate()?;
             Ok(found)
         })
     }
@@ -76,13 +86,7 @@ impl Tree {
     /// assert!(!tree.contains_key(b"j"));
     /// ```
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        let core = &*self.core;
-        core.retry(|| {
-            let (leaf, guard) = core.point_leaf(key)?;
-            let (_, found) = leaf.point_search::<true>(key)?;
-            guard.validate()?;
-            Ok(found)
-        })
+        self.read_point(key, |_, _, found| Ok(found))
     }
 
     /// Runs `f` on the value bytes of `key` without a heap allocation.
@@ -103,16 +107,8 @@ impl Tree {
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let core = &*self.core;
         let mut buf = [0u8; GET_WITH_INLINE];
-        let inline = core.retry(|| {
-            let (leaf, guard) = core.point_leaf(key)?;
-            let (pos, found) = leaf.point_search::<true>(key)?;
-            let out = if found {
-                Some(leaf.copy_value(pos, &mut buf)?)
-            } else {
-                None
-            };
-            guard.validate()?;
-            Ok(out)
+        let inline = self.read_point(key, |leaf, pos, found| {
+            found.then(|| leaf.copy_value(pos, &mut buf)).transpose()
         });
         match inline {
             None => None,
