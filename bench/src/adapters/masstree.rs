@@ -73,125 +73,82 @@ fn value_u64(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(b)
 }
 
-impl Index for MassU64 {
-    fn insert(&self, key: &[u8], value: &[u8]) {
-        let guard = self.tree.guard();
-        self.tree.insert_with_guard(key, value_u64(value), &guard);
-    }
-
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
-        out.clear();
-        let guard = self.tree.guard();
-        match self.tree.get_with_guard(key, &guard) {
-            Some(v) => {
-                out.extend_from_slice(&v.to_le_bytes());
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn update(&self, key: &[u8], value: &[u8]) -> bool {
-        let guard = self.tree.guard();
-        if self.tree.get_with_guard(key, &guard).is_none() {
-            return false;
-        }
-        self.tree.insert_with_guard(key, value_u64(value), &guard);
-        true
-    }
-
-    fn remove(&self, key: &[u8]) -> bool {
-        let guard = self.tree.guard();
-        match self.tree.remove_with_guard(key, &guard) {
-            Ok(old) => old.is_some(),
-            Err(e) => panic!("masstree remove failed: {e:?}"),
-        }
-    }
-
-    fn scan(&self, start: &[u8], count: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> usize {
-        if count == 0 {
-            return 0;
-        }
-        let guard = self.tree.guard();
-        let mut n = 0;
-        self.tree.scan(
-            RangeBound::Included(start),
-            RangeBound::Unbounded,
-            |k, v| {
-                visit(k, &v.to_le_bytes());
-                n += 1;
-                n < count
-            },
-            &guard,
-        );
-        n
-    }
-
-    fn repr(&self) -> &'static str {
-        "u64"
-    }
-}
-
 /// `MassTree15<Box<[u8]>>`: byte values, boxed.
 pub struct MassBytes {
     tree: MassTree15<Box<[u8]>>,
 }
 
-impl Index for MassBytes {
-    fn insert(&self, key: &[u8], value: &[u8]) {
-        let guard = self.tree.guard();
-        self.tree.insert_with_guard(key, value.into(), &guard);
-    }
+/// The `Index` impl both representations share: `$encode` turns the value bytes into the
+/// stored value, `$bytes` a stored value (as the crate hands it out) back into bytes.
+macro_rules! masstree_index {
+    ($ty:ty, $repr:literal, |$e:ident| $encode:expr, |$d:ident| $bytes:expr) => {
+        impl Index for $ty {
+            fn insert(&self, key: &[u8], value: &[u8]) {
+                let guard = self.tree.guard();
+                let $e = value;
+                self.tree.insert_with_guard(key, $encode, &guard);
+            }
 
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
-        out.clear();
-        let guard = self.tree.guard();
-        match self.tree.get_with_guard(key, &guard) {
-            Some(v) => {
-                out.extend_from_slice(&v);
+            fn get(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
+                out.clear();
+                let guard = self.tree.guard();
+                match self.tree.get_with_guard(key, &guard) {
+                    Some($d) => {
+                        out.extend_from_slice(&$bytes);
+                        true
+                    }
+                    None => false,
+                }
+            }
+
+            fn update(&self, key: &[u8], value: &[u8]) -> bool {
+                let guard = self.tree.guard();
+                if self.tree.get_with_guard(key, &guard).is_none() {
+                    return false;
+                }
+                let $e = value;
+                self.tree.insert_with_guard(key, $encode, &guard);
                 true
             }
-            None => false,
-        }
-    }
 
-    fn update(&self, key: &[u8], value: &[u8]) -> bool {
-        let guard = self.tree.guard();
-        if self.tree.get_with_guard(key, &guard).is_none() {
-            return false;
-        }
-        self.tree.insert_with_guard(key, value.into(), &guard);
-        true
-    }
+            fn remove(&self, key: &[u8]) -> bool {
+                let guard = self.tree.guard();
+                match self.tree.remove_with_guard(key, &guard) {
+                    Ok(old) => old.is_some(),
+                    Err(e) => panic!("masstree remove failed: {e:?}"),
+                }
+            }
 
-    fn remove(&self, key: &[u8]) -> bool {
-        let guard = self.tree.guard();
-        match self.tree.remove_with_guard(key, &guard) {
-            Ok(old) => old.is_some(),
-            Err(e) => panic!("masstree remove failed: {e:?}"),
-        }
-    }
+            fn scan(
+                &self,
+                start: &[u8],
+                count: usize,
+                visit: &mut dyn FnMut(&[u8], &[u8]),
+            ) -> usize {
+                if count == 0 {
+                    return 0;
+                }
+                let guard = self.tree.guard();
+                let mut n = 0;
+                self.tree.scan(
+                    RangeBound::Included(start),
+                    RangeBound::Unbounded,
+                    |k, $d| {
+                        visit(k, &$bytes);
+                        n += 1;
+                        n < count
+                    },
+                    &guard,
+                );
+                n
+            }
 
-    fn scan(&self, start: &[u8], count: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> usize {
-        if count == 0 {
-            return 0;
+            fn repr(&self) -> &'static str {
+                $repr
+            }
         }
-        let guard = self.tree.guard();
-        let mut n = 0;
-        self.tree.scan(
-            RangeBound::Included(start),
-            RangeBound::Unbounded,
-            |k, v| {
-                visit(k, &v);
-                n += 1;
-                n < count
-            },
-            &guard,
-        );
-        n
-    }
-
-    fn repr(&self) -> &'static str {
-        "bytes"
-    }
+    };
 }
+
+masstree_index!(MassU64, "u64", |v| value_u64(v), |v| v.to_le_bytes());
+masstree_index!(MassBytes, "bytes", |v| v.into(), |v| v);
