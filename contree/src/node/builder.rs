@@ -5,31 +5,23 @@ use super::{
     entry_space, head_of, raw::RawPage, Fence, Node, NodeMut, WriteCapability, HEADER, SLOT,
 };
 use crate::page::PageId;
-use std::cell::Cell;
 
 /// A page-sized buffer for rebuilding a node out of place. It belongs to the thread that
 /// made it, so it is its own write capability.
 ///
-/// Each thread keeps one spare buffer: a scratch page takes it (or allocates a zeroed one
-/// when there is none of the right size) and gives it back when dropped, so a split or a
-/// compaction neither allocates nor zeroes 4 KiB. Its bytes are then what the last rebuild
-/// left there; a rebuild formats the header and writes every slot and heap byte before it
-/// reads them, and [`copy_into`](Scratch::copy_into) copies only those parts.
+/// The buffer comes from the thread's spare page buffers (`pagebuf`) and goes back there when
+/// the scratch page is dropped, so a split or a compaction neither allocates nor zeroes
+/// 4 KiB. Its bytes are then what their last user left there; a rebuild formats the header
+/// and writes every slot and heap byte before it reads them, and
+/// [`copy_into`](Scratch::copy_into) copies only those parts.
 pub(crate) struct Scratch {
     buf: Vec<u64>,
     size: usize,
 }
 
-thread_local! {
-    /// The spare scratch buffer of this thread (see [`Scratch`]).
-    static SPARE: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
-}
-
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
-        // During thread teardown the spare is gone: the buffer is freed instead.
-        let _ = SPARE.try_with(|s| s.set(buf));
+        super::pagebuf::give(std::mem::take(&mut self.buf));
     }
 }
 
@@ -41,13 +33,10 @@ impl WriteCapability for Scratch {
 
 impl Scratch {
     pub(crate) fn new(size: usize) -> Scratch {
-        let spare = SPARE.try_with(Cell::take).unwrap_or_default();
-        let buf = if spare.len() == size / 8 {
-            spare
-        } else {
-            vec![0u64; size / 8]
-        };
-        Scratch { buf, size }
+        Scratch {
+            buf: super::pagebuf::take(size),
+            size,
+        }
     }
 
     /// The read view of the buffer.

@@ -52,6 +52,8 @@
 mod builder;
 mod edit;
 mod export;
+mod leaf_copy;
+mod pagebuf;
 pub(crate) mod raw;
 mod resize;
 mod search;
@@ -59,6 +61,7 @@ mod search;
 mod tests;
 
 pub(crate) use builder::{Builder, Scratch};
+pub(crate) use leaf_copy::{LeafCopy, Place};
 
 use crate::page::PageId;
 use crate::sync::{ExclusiveGuard, Restart, SharedGuard};
@@ -216,7 +219,14 @@ impl Node {
     /// torn value).
     #[inline]
     pub(crate) fn count(&self) -> usize {
-        (self.header_u16(OFF_COUNT) as usize).min(self.max_slots())
+        let c = self.header_u16(OFF_COUNT) as usize;
+        // `c <= u16::MAX`, so the product cannot overflow; the division is left for torn
+        // values only.
+        if HEADER + c * SLOT <= self.page.size() {
+            c
+        } else {
+            self.max_slots()
+        }
     }
     fn heap_top(&self) -> usize {
         self.header_u32(OFF_HEAP_TOP) as usize
@@ -415,7 +425,8 @@ impl Node {
     /// Locates the parts of entry `i`; every offset it returns lies inside the page.
     #[inline]
     pub(crate) fn entry(&self, i: usize) -> Result<EntryLoc, Restart> {
-        if i >= self.max_slots() {
+        // `i < max_slots()`, without a division (and without overflow: counts fit in 16 bits).
+        if i > u16::MAX as usize || HEADER + (i + 1) * SLOT > self.page.size() {
             return Err(Restart);
         }
         // SAFETY: `i < max_slots()`, checked above.

@@ -1,5 +1,6 @@
 //! Unit tests of the node layer (also run under Miri: see the README).
 
+use super::leaf_copy::LeafCopy;
 use super::*;
 
 fn insert(n: &mut NodeMut, key: &[u8], value: &[u8]) -> bool {
@@ -278,4 +279,62 @@ fn copy_range_reencodes_under_any_prefix() {
             assert_eq!(dst.lower_bound(&ks[i]).unwrap(), (j, true));
         }
     }
+}
+
+#[test]
+fn leaf_copy_reads_and_walks_every_entry() {
+    use std::ops::ControlFlow;
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, Some(b"pre"), Some(b"prf"), b"pre");
+    // Suffixes of every length class (0 to 40 bytes) and values of 0 to 115 bytes.
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..24u8)
+        .map(|i| {
+            let mut k = b"pre".to_vec();
+            k.extend(std::iter::repeat_n(b'a' + i, i as usize * 2));
+            (k, vec![i; i as usize * 5])
+        })
+        .collect();
+    for (k, v) in &entries {
+        assert!(insert(&mut n, k, v));
+    }
+    let mut copy = LeafCopy::default();
+    copy.load(&n.node()).unwrap();
+    assert_eq!(copy.count(), entries.len());
+    let mut key = Vec::new();
+    for (i, (k, v)) in entries.iter().enumerate() {
+        let place = copy.read(i, i % 2 == 1, &mut key).unwrap();
+        assert_eq!((&key, copy.value(place)), (k, &v[..]));
+    }
+    for forward in [true, false] {
+        let from = if forward { 0 } else { entries.len() - 1 };
+        copy.read(from, false, &mut key).unwrap();
+        let mut seen = vec![key.clone()];
+        let mut visit = |k: &[u8], v: &[u8]| {
+            assert_eq!(v.len(), (k.len() - 3) / 2 * 5);
+            seen.push(k.to_vec());
+            ControlFlow::<()>::Continue(())
+        };
+        let (last, place, flow) = if forward {
+            copy.walk::<true, ()>(from, entries.len(), &mut key, &mut visit)
+        } else {
+            copy.walk::<false, ()>(from, entries.len(), &mut key, &mut visit)
+        };
+        assert!(flow.is_continue() && place.is_some());
+        assert_eq!(last, entries.len() - 1 - from);
+        if !forward {
+            seen.reverse();
+        }
+        assert_eq!(
+            seen,
+            entries.iter().map(|e| e.0.clone()).collect::<Vec<_>>()
+        );
+        // A walk that breaks stays on the entry it broke at.
+        copy.read(from, false, &mut key).unwrap();
+        let (at, _, flow) = copy.walk::<true, ()>(0, entries.len(), &mut key, &mut |_, _| {
+            ControlFlow::Break(())
+        });
+        assert!(flow.is_break() && at == 1 && key == entries[1].0);
+    }
+    assert_eq!(copy.node().upper_fence().unwrap(), Some(b"prf".to_vec()));
 }

@@ -1,23 +1,26 @@
 //! The cursor: a position in the tree that moves entry by entry in either direction, and
 //! the machinery under every scan ([`Tree::scan`], [`Tree::range`], `first`, `last`).
 //!
-//! A cursor reads one entry at a time, optimistically (no latch, nothing written to shared
-//! memory): it copies the entry's key and value into two buffers it reuses and validates the
-//! leaf's version before it hands them out. Moving to the neighbour in the same leaf costs
-//! that copy and one validation against the snapshot taken when the cursor entered the leaf,
-//! with no descent and no copy of the entries it does not hand out. When the leaf changed
-//! (the snapshot fails) or is used up, the cursor descends again from the root to the key
-//! after (or before) its current one, so a concurrent split or merge can neither make it skip
-//! an entry nor return one twice. A seek costs a point lookup.
+//! A cursor reads a leaf through a private copy ([`LeafCopy`]): when it enters a leaf it
+//! copies the leaf's header, slots and heap into a buffer it reuses, validates the leaf's
+//! version once, and then searches and reads the copy as plain memory. Moving to the
+//! neighbour in the same leaf writes the neighbour's key into the cursor's key buffer and
+//! validates the leaf's version against the snapshot taken when the cursor entered it (one
+//! load, nothing written to shared memory), so every entry handed out is still in the tree
+//! when the move returns. When the leaf changed (the snapshot fails) or is used up, the
+//! cursor descends again from the root to the key after (or before) its current one, so a
+//! concurrent split or merge can neither make it skip an entry nor return one twice. A seek
+//! costs a point lookup and the copy of one leaf.
 //!
-//! Keys and values are borrowed from the cursor's buffers: no allocation per entry once they
-//! have grown to the largest entry, and no latch is held while the caller looks at them, so
-//! the caller may call into the tree (even write to it) between moves.
+//! Keys and values are borrowed from the cursor: no allocation per entry, and no latch is
+//! held while the caller looks at them, so the caller may call into the tree (even write
+//! to it) between moves.
 
 use crate::engine::{Target, TreeCore};
-use crate::node::Node;
+use crate::node::{LeafCopy, Place};
 use crate::sync::{OptimisticGuard, Restart};
 use crate::Tree;
+use std::ops::ControlFlow;
 
 /// A position in a [`Tree`] that moves forward and backward, entry by entry, handing out
 /// borrowed keys and values (see [`Tree::cursor`]).
@@ -32,26 +35,22 @@ use crate::Tree;
 /// meanwhile.
 pub struct Cursor<'t> {
     tree: &'t TreeCore,
-    /// Two (key, value) buffers: `bufs[cur]` holds the current entry (while `positioned`);
-    /// the next entry is read into the other one, which becomes current once the read
-    /// validated, so a failed read leaves the current entry intact.
-    bufs: [(Vec<u8>, Vec<u8>); 2],
-    cur: usize,
-    /// Whether the spare key buffer starts with the prefix of the leaf in `at`.
-    spare_has_prefix: bool,
+    /// The copy of the leaf the current entry was read from (while positioned).
+    leaf: LeafCopy,
+    /// The current key (while positioned); it starts with the prefix of `leaf`.
+    key: Vec<u8>,
+    /// Where the current value lies in `leaf`.
+    value: Place,
     positioned: bool,
-    /// The leaf the current entry was read from, while it may still be unchanged.
+    /// The snapshot of the leaf behind `leaf`, while the leaf may still be unchanged.
     at: Option<At<'t>>,
     /// Scratch: the key a descent starts from.
     seek: Vec<u8>,
-    /// Scratch: a fence copied out of a leaf.
-    fence: Vec<u8>,
 }
 
-/// Where the current entry came from: the leaf, the snapshot it was validated against, its
-/// index and the leaf's entry count under that snapshot.
+/// Where the current entry came from: the snapshot the leaf copy was validated against, the
+/// entry's index and the copy's entry count.
 struct At<'t> {
-    node: Node,
     guard: OptimisticGuard<'t>,
     index: usize,
     count: usize,
@@ -82,13 +81,12 @@ impl<'t> Cursor<'t> {
     pub(crate) fn new(tree: &'t TreeCore) -> Self {
         Cursor {
             tree,
-            bufs: Default::default(),
-            cur: 0,
-            spare_has_prefix: false,
+            leaf: LeafCopy::default(),
+            key: Vec::new(),
+            value: Place::default(),
             positioned: false,
             at: None,
             seek: Vec::new(),
-            fence: Vec::new(),
         }
     }
 
@@ -146,22 +144,20 @@ impl<'t> Cursor<'t> {
     /// The key and value of the current entry.
     #[inline]
     pub fn entry(&self) -> Option<(&[u8], &[u8])> {
-        self.positioned.then(|| {
-            let (k, v) = &self.bufs[self.cur];
-            (k.as_slice(), v.as_slice())
-        })
+        self.positioned
+            .then(|| (self.key.as_slice(), self.leaf.value(self.value)))
     }
 
     /// The key of the current entry.
     #[inline]
     pub fn key(&self) -> Option<&[u8]> {
-        self.positioned.then(|| self.bufs[self.cur].0.as_slice())
+        self.positioned.then_some(self.key.as_slice())
     }
 
     /// The value of the current entry.
     #[inline]
     pub fn value(&self) -> Option<&[u8]> {
-        self.positioned.then(|| self.bufs[self.cur].1.as_slice())
+        self.positioned.then(|| self.leaf.value(self.value))
     }
 
     /// Moves to the next entry (in key order); returns whether there is one. An
@@ -197,25 +193,48 @@ impl<'t> Cursor<'t> {
         self.leave_backward()
     }
 
-    /// Reads entry `index` of the current leaf into the spare buffers and, if the leaf is
-    /// unchanged, makes it the current entry. On failure the current entry stays and the
-    /// leaf is forgotten.
+    /// Calls `f` with the current entry and then with each following (`FORWARD`) or
+    /// preceding entry of the current leaf copy, until `f` breaks or the copy is used up;
+    /// the cursor stays on the last entry `f` saw. The entries after the current one are
+    /// not validated one by one: each was in the tree when the copy was validated, during
+    /// the walk's scan, which is what the visitor scans promise (see [`Tree::scan`]).
+    #[inline]
+    pub(crate) fn walk_leaf<const FORWARD: bool, R>(
+        &mut self,
+        f: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
+    ) -> ControlFlow<R> {
+        if !self.positioned {
+            return ControlFlow::Continue(());
+        }
+        f(&self.key, self.leaf.value(self.value))?;
+        let Some(at) = &mut self.at else {
+            return ControlFlow::Continue(());
+        };
+        let (index, place, flow) =
+            self.leaf
+                .walk::<FORWARD, R>(at.index, at.count, &mut self.key, f);
+        if let Some(place) = place {
+            at.index = index;
+            self.value = place;
+        }
+        flow
+    }
+
+    /// Makes entry `index` of the leaf copy the current entry if the leaf is unchanged
+    /// since the copy. On failure the current entry stays and the leaf is forgotten.
     #[inline]
     fn step(&mut self, index: usize) -> bool {
         let Some(at) = &mut self.at else {
             return false;
         };
-        let (key, value) = &mut self.bufs[self.cur ^ 1];
-        let read = at.node.copy_entry(index, self.spare_has_prefix, key, value);
-        if read.is_ok() && at.guard.validate().is_ok() {
-            at.index = index;
-            self.cur ^= 1;
-            // Both buffers now hold keys of this leaf.
-            self.spare_has_prefix = true;
-            return true;
+        if at.guard.validate().is_ok() {
+            if let Some(place) = self.leaf.read(index, true, &mut self.key) {
+                at.index = index;
+                self.value = place;
+                return true;
+            }
         }
         self.at = None;
-        self.spare_has_prefix = false;
         false
     }
 
@@ -223,49 +242,52 @@ impl<'t> Cursor<'t> {
     fn unposition(&mut self) -> bool {
         self.positioned = false;
         self.at = None;
-        self.spare_has_prefix = false;
         false
     }
 
     /// The leaf is used up going forward, or changed: descend to the key after the
-    /// current one (after the leaf's upper fence, when the leaf is unchanged and used up:
-    /// the keys above the fence are in the leaves to the right).
+    /// current one (after the leaf's upper fence, when the leaf is used up: the keys above
+    /// the fence are in the leaves to the right; the copy's fence is the one the leaf had
+    /// when the entries handed out from it were read).
     #[cold]
     fn leave_forward(&mut self) -> bool {
-        if let Some(at) = self.at.take() {
-            let read = at.node.copy_upper_fence(&mut self.seek);
-            match (read, at.guard.validate()) {
-                (Ok(false), Ok(())) => return self.unposition(),
-                (Ok(true), Ok(())) => {
+        if self.at.take().is_some() {
+            return match self.leaf.node().copy_upper_fence(&mut self.seek) {
+                Ok(false) => self.unposition(),
+                Ok(true) => {
                     self.seek.push(0);
-                    return self.load(Seek::AtOrAfter);
+                    self.load(Seek::AtOrAfter)
                 }
-                // Torn read: go on from the current key instead.
-                _ => {}
-            }
+                Err(Restart) => self.reseek_from_current(true),
+            };
         }
-        self.seek.clear();
-        self.seek.extend_from_slice(&self.bufs[self.cur].0);
-        self.seek.push(0);
-        self.load(Seek::AtOrAfter)
+        self.reseek_from_current(true)
     }
 
     /// As [`leave_forward`](Self::leave_forward), going backward: the keys at or below the
     /// lower fence are in the leaves to the left.
     #[cold]
     fn leave_backward(&mut self) -> bool {
-        if let Some(at) = self.at.take() {
-            let read = at.node.copy_lower_fence(&mut self.seek);
-            match (read, at.guard.validate()) {
-                (Ok(false), Ok(())) => return self.unposition(),
-                (Ok(true), Ok(())) => return self.load(Seek::AtOrBefore),
-                // Torn read: go on from the current key instead.
-                _ => {}
-            }
+        if self.at.take().is_some() {
+            return match self.leaf.node().copy_lower_fence(&mut self.seek) {
+                Ok(false) => self.unposition(),
+                Ok(true) => self.load(Seek::AtOrBefore),
+                Err(Restart) => self.reseek_from_current(false),
+            };
         }
+        self.reseek_from_current(false)
+    }
+
+    /// Descends to the entry after (`forward`) or before the current key.
+    fn reseek_from_current(&mut self, forward: bool) -> bool {
         self.seek.clear();
-        self.seek.extend_from_slice(&self.bufs[self.cur].0);
-        self.load(Seek::Below)
+        self.seek.extend_from_slice(&self.key);
+        if forward {
+            self.seek.push(0);
+            self.load(Seek::AtOrAfter)
+        } else {
+            self.load(Seek::Below)
+        }
     }
 
     /// Positions the cursor by a descent (see [`Seek`]), moving past leaves that hold no
@@ -274,55 +296,52 @@ impl<'t> Cursor<'t> {
     fn load(&mut self, mut how: Seek) -> bool {
         let tree = self.tree;
         loop {
-            let (key, value) = &mut self.bufs[self.cur];
-            let (seek, fence) = (&mut self.seek, &mut self.fence);
-            let (at, has_fence) = tree.retry(|| -> Result<(Option<At<'_>>, bool), Restart> {
-                let target = match how {
-                    Seek::Last => Target::Rightmost(0),
-                    _ => Target::Key(seek, 0),
-                };
-                let (leaf, _) = tree.optimistic_descend(target)?;
-                let node = leaf.node;
-                let count = node.count();
-                // The entry to read, if the leaf has one on the wanted side.
-                let index = match how {
-                    Seek::AtOrAfter => Some(node.lower_bound(seek)?.0).filter(|&i| i < count),
-                    Seek::Last => count.checked_sub(1),
-                    Seek::AtOrBefore => {
-                        let (pos, found) = node.lower_bound(seek)?;
-                        (pos + found as usize).checked_sub(1)
+            let (seek, copy) = (&self.seek, &mut self.leaf);
+            let guard = tree.retry(|| {
+                let (node, guard) = match how {
+                    Seek::Last => {
+                        let (leaf, _) = tree.optimistic_descend(Target::Rightmost(0))?;
+                        (leaf.node, leaf.guard)
                     }
-                    Seek::Below => node.lower_bound(seek)?.0.checked_sub(1),
+                    _ => tree.point_leaf(seek)?,
                 };
-                if let Some(index) = index {
-                    node.copy_entry(index, false, key, value)?;
-                    leaf.guard.validate()?;
-                    let at = At {
-                        node,
-                        guard: leaf.guard,
+                copy.load(&node)?;
+                guard.validate()?;
+                Ok(guard)
+            });
+            // The copy is validated: its search and reads see one consistent leaf.
+            let node = self.leaf.node();
+            let count = self.leaf.count();
+            let index = match how {
+                Seek::AtOrAfter => node.lower_bound(seek).ok().map(|r| r.0),
+                Seek::Last => count.checked_sub(1),
+                Seek::AtOrBefore => node
+                    .lower_bound(seek)
+                    .ok()
+                    .and_then(|(pos, found)| (pos + found as usize).checked_sub(1)),
+                Seek::Below => node.lower_bound(seek).ok().and_then(|r| r.0.checked_sub(1)),
+            }
+            .filter(|&i| i < count);
+            if let Some(index) = index {
+                if let Some(place) = self.leaf.read(index, false, &mut self.key) {
+                    self.value = place;
+                    self.at = Some(At {
+                        guard,
                         index,
                         count,
-                    };
-                    return Ok((Some(at), false));
+                    });
+                    self.positioned = true;
+                    return true;
                 }
-                let has = if how == Seek::AtOrAfter {
-                    node.copy_upper_fence(fence)?
-                } else {
-                    node.copy_lower_fence(fence)?
-                };
-                leaf.guard.validate()?;
-                Ok((None, has))
-            });
-            if let Some(at) = at {
-                self.at = Some(at);
-                self.positioned = true;
-                self.spare_has_prefix = false;
-                return true;
             }
-            if !has_fence {
+            let has_fence = if how == Seek::AtOrAfter {
+                node.copy_upper_fence(&mut self.seek)
+            } else {
+                node.copy_lower_fence(&mut self.seek)
+            };
+            if has_fence != Ok(true) {
                 return self.unposition();
             }
-            std::mem::swap(&mut self.seek, &mut self.fence);
             if how == Seek::AtOrAfter {
                 // The keys above the upper fence are at or after `fence ++ [0]`.
                 self.seek.push(0);

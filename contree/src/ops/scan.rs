@@ -86,7 +86,7 @@ fn seek_end(c: &mut Cursor<'_>, end: Bound<&[u8]>) -> bool {
 }
 
 /// The visitor scans: walks `range` with `c` (ascending if `FORWARD`), calling `f` until
-/// it breaks.
+/// it breaks. Each leaf is walked in one go through its copy (see [`Cursor::walk_leaf`]).
 #[inline]
 fn visit<const FORWARD: bool, R>(
     mut c: Cursor<'_>,
@@ -98,18 +98,20 @@ fn visit<const FORWARD: bool, R>(
     } else {
         seek_end(&mut c, range.end())
     };
-    while ok {
-        let (k, v) = c.entry()?;
+    let mut inside = |k: &[u8], v: &[u8]| {
         let inside = if FORWARD {
             below(range.end(), k)
         } else {
             above(range.start(), k)
         };
         if !inside {
-            return None;
+            return ControlFlow::Break(None);
         }
-        if let ControlFlow::Break(r) = f(k, v) {
-            return Some(r);
+        f(k, v).map_break(Some)
+    };
+    while ok {
+        if let ControlFlow::Break(r) = c.walk_leaf::<FORWARD, _>(&mut inside) {
+            return r;
         }
         ok = if FORWARD { c.next() } else { c.prev() };
     }

@@ -1,0 +1,223 @@
+//! A private copy of one leaf, taken optimistically and validated once: what cursors and
+//! scans read entries from.
+//!
+//! Reading entries in place costs a bounds-checked copy of every key and value out of a page
+//! that a writer may change, and a validation of the latch after each one. A leaf copy costs
+//! one block copy of the leaf's header, slots and heap (not the free space between them) and
+//! one validation; after that the copy is private and immutable, so its entries are read as
+//! plain slices: a value is borrowed in place, a key is its prefix (written once per leaf)
+//! followed by its suffix. The buffer comes from the thread's spare page buffers
+//! (`pagebuf`), so a scan allocates nothing once its thread has scanned before.
+
+use super::{pagebuf, raw::RawPage, Node, HEADER, OFF_PREFIX, SLOT};
+use crate::sync::Restart;
+
+/// A copy of one leaf (see the module doc). Empty until the first [`load`](Self::load).
+#[derive(Debug, Default)]
+pub(crate) struct LeafCopy {
+    buf: Vec<u64>,
+    size: usize,
+}
+
+/// Where a value lies in a [`LeafCopy`] (checked to lie inside it when it was read).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Place {
+    off: usize,
+    len: usize,
+}
+
+impl Drop for LeafCopy {
+    fn drop(&mut self) {
+        pagebuf::give(std::mem::take(&mut self.buf));
+    }
+}
+
+impl LeafCopy {
+    /// Copies `leaf`'s header (without the latch word), slots and heap. The copy is
+    /// garbage (but memory-safe to read) until the caller validates the snapshot under
+    /// which it read `leaf`; `Restart` if the header was torn.
+    #[inline]
+    pub(crate) fn load(&mut self, leaf: &Node) -> Result<(), Restart> {
+        let size = leaf.page_size();
+        if self.size != size {
+            pagebuf::give(std::mem::take(&mut self.buf));
+            self.buf = pagebuf::take(size);
+            self.size = size;
+        }
+        let slots_end = HEADER + leaf.count() * SLOT;
+        let heap_top = leaf.heap_top();
+        if heap_top < slots_end || heap_top > size {
+            return Err(Restart);
+        }
+        let dst = self.buf.as_mut_ptr() as *mut u8;
+        // SAFETY: the buffer holds `size` bytes and is this copy's own (`&mut self`);
+        // `8..slots_end` and `heap_top..size` lie inside it (`slots_end <= heap_top <=
+        // size`), and `copy_to_ptr` checks them against the page. The latch word (bytes
+        // 0..8) is not copied: it is written atomically by other threads.
+        unsafe {
+            leaf.raw().copy_to_ptr(8, slots_end - 8, dst.add(8))?;
+            leaf.raw()
+                .copy_to_ptr(heap_top, size - heap_top, dst.add(heap_top))?;
+        }
+        Ok(())
+    }
+
+    /// The copy's bytes.
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `buf` holds `size / 8` initialised words, `size` bytes, written only
+        // through `&mut self`.
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr() as *const u8, self.size) }
+    }
+
+    /// A read view of the copy (for searches and fences).
+    #[inline]
+    pub(crate) fn node(&self) -> Node {
+        // SAFETY: the buffer holds `size` bytes and outlives every use of the view, which
+        // only reads (views of a copy are used while `&self` is borrowed).
+        Node::new(unsafe { RawPage::new(self.buf.as_ptr() as *mut u8, self.size) })
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        if self.size == 0 {
+            return 0;
+        }
+        self.node().count()
+    }
+
+    /// Writes the key of entry `i` (below [`count`](Self::count)) into `key` and returns
+    /// where its value lies. If `prefix_kept`, `key` already starts with this copy's prefix
+    /// (it holds another key of this copy) and only the suffix is rewritten. `None` (leaving
+    /// `key` alone) if the entry leaves the page, which only a copy that was not validated
+    /// holds (an `i` not below the count reads garbage, memory-safely).
+    #[inline(always)]
+    pub(crate) fn read(&self, i: usize, prefix_kept: bool, key: &mut Vec<u8>) -> Option<Place> {
+        if self.size == 0 {
+            return None;
+        }
+        let node = self.node();
+        let e = node.entry(i).ok()?;
+        let plen = node.prefix_len();
+        let bytes = self.bytes();
+        let prefix = if prefix_kept && key.len() >= plen {
+            None
+        } else {
+            let off = node.header_u32(OFF_PREFIX) as usize;
+            Some(bytes.get(off..off.checked_add(plen)?)?)
+        };
+        let rest_len = e.suffix_len.saturating_sub(4);
+        // SAFETY: `entry(i)` succeeded, so `i` is below the slots a page can hold.
+        let head = unsafe { node.slot_head(i) }.to_be_bytes();
+        let klen = plen + e.suffix_len;
+        match prefix {
+            Some(p) => {
+                key.clear();
+                key.reserve(klen + 4);
+                key.extend_from_slice(p);
+            }
+            None => {
+                key.truncate(plen);
+                key.reserve(klen + 4 - plen);
+            }
+        }
+        let k = key.as_mut_ptr();
+        // SAFETY: `key` holds `plen` initialised bytes and has room for `klen + 4`
+        // (reserved above); the four head bytes and the rest go to `plen..plen + 4` and
+        // `plen + 4..klen`, inside that room, from buffers that do not overlap `key`
+        // (`entry` checked that the rest, which the value follows, lies inside the copy, and
+        // `copy_to_ptr` checks it again: short copies without a call of `memcpy`). After
+        // them `key[..klen]` is initialised: prefix, `min(suffix_len, 4)` head bytes, rest.
+        unsafe {
+            std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head);
+            if rest_len > 0 {
+                node.raw()
+                    .copy_to_ptr(e.rest_off, rest_len, k.add(plen + 4))
+                    .ok()?;
+            }
+            key.set_len(klen);
+        }
+        Some(Place {
+            off: e.value_off,
+            len: e.value_len,
+        })
+    }
+
+    /// Calls `f` with the entries `from + 1`, `from + 2`, ... (`FORWARD`) or `from - 1`,
+    /// `from - 2`, ... of the copy, below `count`, until `f` breaks; `key` holds key `from`
+    /// of this copy and holds the key of the last entry `f` saw when the walk returns, with
+    /// that entry's index and place (`from` and `None` if there was no further entry). The
+    /// visitor scans' loop: the prefix stays in `key` and its room is checked once per
+    /// entry, without a call.
+    #[inline(always)]
+    pub(crate) fn walk<const FORWARD: bool, R>(
+        &self,
+        from: usize,
+        count: usize,
+        key: &mut Vec<u8>,
+        f: &mut impl FnMut(&[u8], &[u8]) -> std::ops::ControlFlow<R>,
+    ) -> (usize, Option<Place>, std::ops::ControlFlow<R>) {
+        let mut at = (from, None);
+        if self.size == 0 {
+            return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+        }
+        let node = self.node();
+        let plen = node.prefix_len();
+        if key.len() < plen {
+            return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+        }
+        let mut i = from;
+        loop {
+            i = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
+            if i >= count {
+                return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+            }
+            let Ok(e) = node.entry(i) else {
+                return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+            };
+            let klen = plen + e.suffix_len;
+            if key.capacity() < klen + 4 {
+                key.reserve(klen + 4 - key.len());
+            }
+            let rest_len = e.suffix_len.saturating_sub(4);
+            // SAFETY: `entry(i)` succeeded, so `i` is below the slots a page can hold.
+            let head = unsafe { node.slot_head(i) }.to_be_bytes();
+            let k = key.as_mut_ptr();
+            // SAFETY: `key` holds at least `plen` initialised bytes (checked above, and each
+            // pass leaves `klen >= plen`) and has room for `klen + 4` (ensured above); the
+            // head and the rest go to `plen..plen + 4` and `plen + 4..klen`, inside that room,
+            // from the copy, which does not overlap `key` (`copy_to_ptr` checks the rest;
+            // `entry` already did). Afterwards `key[..klen]` is initialised.
+            let copied = unsafe {
+                std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head);
+                rest_len == 0
+                    || node
+                        .raw()
+                        .copy_to_ptr(e.rest_off, rest_len, k.add(plen + 4))
+                        .is_ok()
+            };
+            if !copied {
+                return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+            }
+            // SAFETY: as above.
+            unsafe { key.set_len(klen) };
+            let place = Place {
+                off: e.value_off,
+                len: e.value_len,
+            };
+            at = (i, Some(place));
+            if let std::ops::ControlFlow::Break(r) = f(key, self.value(place)) {
+                return (at.0, at.1, std::ops::ControlFlow::Break(r));
+            }
+        }
+    }
+
+    /// The value at `place` (read from this copy by [`read`](Self::read)).
+    #[inline]
+    pub(crate) fn value(&self, place: Place) -> &[u8] {
+        self.bytes()
+            .get(place.off..place.off + place.len)
+            .unwrap_or_default()
+    }
+}
