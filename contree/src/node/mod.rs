@@ -53,7 +53,7 @@ mod builder;
 mod edit;
 mod export;
 mod leaf_copy;
-mod pagebuf;
+pub(crate) mod pagebuf;
 pub(crate) mod raw;
 mod resize;
 mod search;

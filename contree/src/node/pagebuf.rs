@@ -1,5 +1,6 @@
-//! Page-sized buffers reused per thread: the scratch pages of rebuilds ([`Scratch`]) and the
-//! leaf copies of cursors ([`LeafCopy`]).
+//! Buffers reused per thread: page-sized ones for the scratch pages of rebuilds
+//! ([`Scratch`]) and the leaf copies of cursors ([`LeafCopy`]), and small byte buffers for
+//! the keys of cursors.
 //!
 //! Each thread keeps up to [`KEPT`] spare buffers. [`take`] hands out a spare of the right
 //! size (or allocates a zeroed one), [`give`] puts one back, so a split or a scan neither
@@ -48,6 +49,48 @@ pub(crate) fn give(buf: Vec<u64>) {
     let _ = SPARES.try_with(|s| {
         let mut v = s.take();
         if v.len() < KEPT {
+            v.push(buf);
+        }
+        s.set(v);
+    });
+}
+
+/// The most byte buffers one thread keeps, and the largest capacity it keeps.
+const KEPT_BYTES: usize = 8;
+const KEPT_BYTES_CAPACITY: usize = 4096;
+
+thread_local! {
+    static BYTE_SPARES: Cell<Vec<Vec<u8>>> = const { Cell::new(Vec::new()) };
+}
+
+/// An empty byte buffer: a spare of this thread (with its capacity), or a new one. The
+/// key buffers of cursors come from here, so a scan allocates nothing once its thread has
+/// scanned before.
+#[inline]
+pub(crate) fn take_bytes() -> Vec<u8> {
+    BYTE_SPARES
+        .try_with(|s| {
+            let mut v = s.take();
+            let b = v.pop();
+            s.set(v);
+            b
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// Gives `buf` back to this thread's spares, emptied (or frees it: when it has no or a
+/// large capacity, when there are enough, or during thread teardown).
+#[inline]
+pub(crate) fn give_bytes(mut buf: Vec<u8>) {
+    if buf.capacity() == 0 || buf.capacity() > KEPT_BYTES_CAPACITY {
+        return;
+    }
+    buf.clear();
+    let _ = BYTE_SPARES.try_with(|s| {
+        let mut v = s.take();
+        if v.len() < KEPT_BYTES {
             v.push(buf);
         }
         s.set(v);

@@ -17,7 +17,7 @@
 //! to it) between moves.
 
 use crate::engine::{Target, TreeCore};
-use crate::node::{LeafCopy, Place};
+use crate::node::{pagebuf, LeafCopy, Place};
 use crate::sync::{OptimisticGuard, Restart};
 use crate::Tree;
 use std::ops::ControlFlow;
@@ -69,6 +69,13 @@ enum Seek {
     Below,
 }
 
+impl Drop for Cursor<'_> {
+    fn drop(&mut self) {
+        pagebuf::give_bytes(std::mem::take(&mut self.key));
+        pagebuf::give_bytes(std::mem::take(&mut self.seek));
+    }
+}
+
 impl std::fmt::Debug for Cursor<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cursor")
@@ -82,11 +89,11 @@ impl<'t> Cursor<'t> {
         Cursor {
             tree,
             leaf: LeafCopy::default(),
-            key: Vec::new(),
+            key: pagebuf::take_bytes(),
             value: Place::default(),
             positioned: false,
             at: None,
-            seek: Vec::new(),
+            seek: pagebuf::take_bytes(),
         }
     }
 
