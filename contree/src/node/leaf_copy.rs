@@ -9,7 +9,7 @@
 //! followed by its suffix. The buffer comes from the thread's spare page buffers
 //! (`pagebuf`), so a scan allocates nothing once its thread has scanned before.
 
-use super::{pagebuf, raw::RawPage, Node, HEADER, OFF_PREFIX, SLOT};
+use super::{pagebuf, raw::RawPage, EntryLoc, Node, HEADER, OFF_PREFIX, SLOT};
 use crate::sync::Restart;
 
 /// A copy of one leaf (see the module doc). Empty until the first [`load`](Self::load).
@@ -90,8 +90,9 @@ impl LeafCopy {
     /// Writes the key of entry `i` (below [`count`](Self::count)) into `key` and returns
     /// where its value lies. If `prefix_kept`, `key` already starts with this copy's prefix
     /// (it holds another key of this copy) and only the suffix is rewritten. `None` (leaving
-    /// `key` alone) if the entry leaves the page, which only a copy that was not validated
-    /// holds (an `i` not below the count reads garbage, memory-safely).
+    /// `key` alone: `entry` checks the entry's offsets before `key` is touched, and the copy
+    /// below cannot fail after that) if the entry leaves the page, which only a copy that
+    /// was not validated holds; an `i` not below the count reads garbage, memory-safely.
     #[inline(always)]
     pub(crate) fn read(&self, i: usize, prefix_kept: bool, key: &mut Vec<u8>) -> Option<Place> {
         if self.size == 0 {
@@ -107,28 +108,43 @@ impl LeafCopy {
             let off = node.header_u32(OFF_PREFIX) as usize;
             Some(bytes.get(off..off.checked_add(plen)?)?)
         };
-        let rest_len = e.suffix_len.saturating_sub(4);
-        // SAFETY: `entry(i)` succeeded, so `i` is below the slots a page can hold.
-        let head = unsafe { node.slot_head(i) }.to_be_bytes();
-        let klen = plen + e.suffix_len;
-        match prefix {
-            Some(p) => {
-                key.clear();
-                key.reserve(klen + 4);
-                key.extend_from_slice(p);
-            }
-            None => {
-                key.truncate(plen);
-                key.reserve(klen + 4 - plen);
-            }
+        if let Some(p) = prefix {
+            key.clear();
+            key.extend_from_slice(p);
         }
+        self.put_suffix(&node, i, &e, plen, key)
+    }
+
+    /// Writes the suffix of entry `i` (located at `e`) after the first `plen` bytes of
+    /// `key`, which hold the copy's prefix (`key` may be longer: it is cut to the new key), and returns where the entry's value lies. Makes
+    /// room only when `key` has too little (a scan's keys rarely grow). `e` comes from
+    /// `entry(i)`, which checked that the suffix lies inside the page, so the `None` of the
+    /// checked copy below does not happen.
+    #[inline(always)]
+    fn put_suffix(
+        &self,
+        node: &Node,
+        i: usize,
+        e: &EntryLoc,
+        plen: usize,
+        key: &mut Vec<u8>,
+    ) -> Option<Place> {
+        let klen = plen + e.suffix_len;
+        if key.capacity() < klen + 4 {
+            // `len <= capacity < klen + 4`: no underflow.
+            key.reserve(klen + 4 - key.len());
+        }
+        let rest_len = e.suffix_len.saturating_sub(4);
+        // SAFETY: `e` is `entry(i)`, which succeeded: `i` is below the slots a page holds.
+        let head = unsafe { node.slot_head(i) }.to_be_bytes();
         let k = key.as_mut_ptr();
-        // SAFETY: `key` holds `plen` initialised bytes and has room for `klen + 4`
-        // (reserved above); the four head bytes and the rest go to `plen..plen + 4` and
-        // `plen + 4..klen`, inside that room, from buffers that do not overlap `key`
-        // (`entry` checked that the rest, which the value follows, lies inside the copy, and
-        // `copy_to_ptr` checks it again: short copies without a call of `memcpy`). After
-        // them `key[..klen]` is initialised: prefix, `min(suffix_len, 4)` head bytes, rest.
+        // SAFETY: `key` holds at least `plen` initialised bytes (the caller's contract) and
+        // has room for `klen + 4` (ensured above); the four
+        // head bytes and the rest go to `plen..plen + 4` and `plen + 4..klen`, inside that
+        // room, from the copy, which does not overlap `key` (`entry` checked that the rest,
+        // which the value follows, lies inside the copy, and `copy_to_ptr` checks it again:
+        // short copies without a call of `memcpy`). After them `key[..klen]` is initialised:
+        // prefix, `min(suffix_len, 4)` head bytes, rest.
         unsafe {
             std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head);
             if rest_len > 0 {
@@ -148,8 +164,8 @@ impl LeafCopy {
     /// `from - 2`, ... of the copy, below `count`, until `f` breaks; `key` holds key `from`
     /// of this copy and holds the key of the last entry `f` saw when the walk returns, with
     /// that entry's index and place (`from` and `None` if there was no further entry). The
-    /// visitor scans' loop: the prefix stays in `key` and its room is checked once per
-    /// entry, without a call.
+    /// visitor scans' loop: the prefix stays in `key`, and no entry is validated on its own
+    /// (the copy was, as a whole).
     #[inline(always)]
     pub(crate) fn walk<const FORWARD: bool, R>(
         &self,
@@ -176,35 +192,8 @@ impl LeafCopy {
             let Ok(e) = node.entry(i) else {
                 return (at.0, at.1, std::ops::ControlFlow::Continue(()));
             };
-            let klen = plen + e.suffix_len;
-            if key.capacity() < klen + 4 {
-                key.reserve(klen + 4 - key.len());
-            }
-            let rest_len = e.suffix_len.saturating_sub(4);
-            // SAFETY: `entry(i)` succeeded, so `i` is below the slots a page can hold.
-            let head = unsafe { node.slot_head(i) }.to_be_bytes();
-            let k = key.as_mut_ptr();
-            // SAFETY: `key` holds at least `plen` initialised bytes (checked above, and each
-            // pass leaves `klen >= plen`) and has room for `klen + 4` (ensured above); the
-            // head and the rest go to `plen..plen + 4` and `plen + 4..klen`, inside that room,
-            // from the copy, which does not overlap `key` (`copy_to_ptr` checks the rest;
-            // `entry` already did). Afterwards `key[..klen]` is initialised.
-            let copied = unsafe {
-                std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head);
-                rest_len == 0
-                    || node
-                        .raw()
-                        .copy_to_ptr(e.rest_off, rest_len, k.add(plen + 4))
-                        .is_ok()
-            };
-            if !copied {
+            let Some(place) = self.put_suffix(&node, i, &e, plen, key) else {
                 return (at.0, at.1, std::ops::ControlFlow::Continue(()));
-            }
-            // SAFETY: as above.
-            unsafe { key.set_len(klen) };
-            let place = Place {
-                off: e.value_off,
-                len: e.value_len,
             };
             at = (i, Some(place));
             if let std::ops::ControlFlow::Break(r) = f(key, self.value(place)) {
