@@ -365,9 +365,9 @@ impl Tree {
     /// [`seek`](Cursor::seek), [`seek_for_prev`](Cursor::seek_for_prev),
     /// [`seek_to_first`](Cursor::seek_to_first) or [`seek_to_last`](Cursor::seek_to_last).
     ///
-    /// A cursor copies a few entries of one leaf at a time into a buffer it reuses and
-    /// hands out borrowed keys and values: it allocates nothing per entry and holds no latch
-    /// between calls.
+    /// A cursor copies one leaf at a time into a buffer it reuses (optimistically: no latch,
+    /// no write to shared memory) and hands out borrowed keys and values: it allocates
+    /// nothing per entry and holds no latch between calls.
     ///
     /// ```
     /// let tree = contree::Tree::new();

@@ -211,8 +211,8 @@ fn owned_bound(b: Bound<&[u8]>) -> Bound<Bytes> {
 impl Tree {
     /// A double-ended iterator over the entries whose keys lie in `range`, in key order.
     ///
-    /// The iterator copies one leaf at a time under a shared latch and remembers the last
-    /// key it returned, so it stays correct across concurrent splits and merges: it never
+    /// The iterator copies one leaf at a time (optimistically, validating the leaf's
+    /// version) and remembers the last key it returned, so it stays correct across concurrent splits and merges: it never
     /// returns a key twice or out of order, and returns every key that stayed in the tree
     /// for the whole scan.
     ///
