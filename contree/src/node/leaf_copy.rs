@@ -11,6 +11,7 @@
 
 use super::{pagebuf, raw::RawPage, EntryLoc, Node, HEADER, OFF_PREFIX, SLOT};
 use crate::sync::Restart;
+use std::ops::ControlFlow;
 
 /// A copy of one leaf (see the module doc). Empty until the first [`load`](Self::load).
 #[derive(Debug, Default)]
@@ -162,8 +163,8 @@ impl LeafCopy {
 
     /// Calls `f` with the entries `from + 1`, `from + 2`, ... (`FORWARD`) or `from - 1`,
     /// `from - 2`, ... of the copy, below `count`, until `f` breaks; `key` holds key `from`
-    /// of this copy and holds the key of the last entry `f` saw when the walk returns, with
-    /// that entry's index and place (`from` and `None` if there was no further entry). The
+    /// of this copy and holds the key of the last entry `f` saw when the walk returns, whose
+    /// index and place it returns (`None` if there was no further entry). The
     /// visitor scans' loop: the prefix stays in `key`, and no entry is validated on its own
     /// (the copy was, as a whole).
     #[inline(always)]
@@ -172,34 +173,33 @@ impl LeafCopy {
         from: usize,
         count: usize,
         key: &mut Vec<u8>,
-        f: &mut impl FnMut(&[u8], &[u8]) -> std::ops::ControlFlow<R>,
-    ) -> (usize, Option<Place>, std::ops::ControlFlow<R>) {
-        let mut at = (from, None);
+        f: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
+    ) -> (Option<(usize, Place)>, ControlFlow<R>) {
+        let mut last = None;
         if self.size == 0 {
-            return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+            return (last, ControlFlow::Continue(()));
         }
         let node = self.node();
         let plen = node.prefix_len();
         if key.len() < plen {
-            return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+            return (last, ControlFlow::Continue(()));
         }
         let mut i = from;
-        loop {
+        let flow = loop {
             i = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
             if i >= count {
-                return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+                break ControlFlow::Continue(());
             }
-            let Ok(e) = node.entry(i) else {
-                return (at.0, at.1, std::ops::ControlFlow::Continue(()));
+            let read = node.entry(i).ok();
+            let Some(place) = read.and_then(|e| self.put_suffix(&node, i, &e, plen, key)) else {
+                break ControlFlow::Continue(());
             };
-            let Some(place) = self.put_suffix(&node, i, &e, plen, key) else {
-                return (at.0, at.1, std::ops::ControlFlow::Continue(()));
-            };
-            at = (i, Some(place));
-            if let std::ops::ControlFlow::Break(r) = f(key, self.value(place)) {
-                return (at.0, at.1, std::ops::ControlFlow::Break(r));
+            last = Some((i, place));
+            if let ControlFlow::Break(r) = f(key, self.value(place)) {
+                break ControlFlow::Break(r);
             }
-        }
+        };
+        (last, flow)
     }
 
     /// The value at `place` (read from this copy by [`read`](Self::read)).

@@ -217,10 +217,10 @@ impl<'t> Cursor<'t> {
         let Some(at) = &mut self.at else {
             return ControlFlow::Continue(());
         };
-        let (index, place, flow) =
-            self.leaf
-                .walk::<FORWARD, R>(at.index, at.count, &mut self.key, f);
-        if let Some(place) = place {
+        let (last, flow) = self
+            .leaf
+            .walk::<FORWARD, R>(at.index, at.count, &mut self.key, f);
+        if let Some((index, place)) = last {
             at.index = index;
             self.value = place;
         }
