@@ -28,8 +28,9 @@ use crate::node::raw::RawPage;
 use crate::node::{Node, NodeMut};
 use crate::page::{Directory, PageId, PagePool};
 use crate::policy::LeafPolicies;
+use crate::smo::Deferred;
 use crate::sync::{Counter, HybridLatch, Restart, StripedCounters};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) use descent::{Above, Optimistic, OptimisticNoWait, RandomRoute, Target, Visit};
@@ -77,8 +78,13 @@ pub(crate) struct TreeCore {
     /// Bumped by structure changes that move the rightmost leaf or the root to another tree
     /// (slice and meld of a multi-rooted tree).
     generation: AtomicU64,
-    /// `Counter::Removals` when a reclaiming sweep last freed nothing (-1: never).
-    pub(crate) reclaim_floor: AtomicI64,
+    /// The space generation (`space::sweep`) at which a reclaim last freed nothing
+    /// (`u64::MAX`: never): reclaiming is not tried again until it changes.
+    pub(crate) reclaim_idle: AtomicU64,
+    /// The space generation at the last reclaiming sweep.
+    pub(crate) last_sweep: AtomicU64,
+    /// Merges that found a latch taken, retried by later operations (`smo::merge`).
+    pub(crate) deferred: Deferred,
     /// Held by the space manager while it works and by `stats` and `check_invariants`
     /// while they walk the tree, so that those see no change the manager makes.
     pub(crate) space_gate: Mutex<()>,
@@ -112,7 +118,9 @@ impl TreeCore {
             events: Events::default(),
             rightmost_leaf: root,
             generation: AtomicU64::new(0),
-            reclaim_floor: AtomicI64::new(-1),
+            reclaim_idle: AtomicU64::new(u64::MAX),
+            last_sweep: AtomicU64::new(0),
+            deferred: Deferred::default(),
             space_gate: Mutex::new(()),
         };
         tree.events.pages_held.store(1, Ordering::Relaxed);

@@ -19,7 +19,10 @@ impl Tree {
     /// allow; in every error case the tree's contents are unchanged.
     ///
     /// When the budget is reached, the insert first runs XMerge to free pages (see
-    /// [`compact`](Self::compact)) and fails only if that frees none.
+    /// [`compact`](Self::compact)): on the neighbours of its leaf, on a few random groups,
+    /// and now and then over the whole tree, a bounded amount of work. It fails if that frees
+    /// none; until a removal or a split changes the tree, further inserts that need a page
+    /// then fail at once instead of trying again.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let core = &*self.core;
         core.check_key(key)?;
@@ -136,6 +139,7 @@ impl Tree {
                 core.try_merge(key, 0);
             }
         }
+        core.retry_deferred_merge();
         old
     }
 }

@@ -17,7 +17,8 @@
 //! The counters live in the leaf's policy area (see `policy`) and are only touched under the
 //! exclusive latch, so they cost no shared word; the random numbers come from a per-thread
 //! xorshift generator. A split leaf is marked hot; merges and XMerge leave hot leaves alone
-//! until a period ends without contention.
+//! (unless they are empty) until a period ends without contention or `HOT_PERIODS` periods
+//! have ended, whichever comes first.
 
 use super::PolicyArea;
 use crate::config::Config;
@@ -110,9 +111,13 @@ impl ContentionSplit {
         (area.sampled, area.sampled_slow, area.last_slot) = (0, 0, None);
         let contended =
             slow as f64 >= self.threshold * updates as f64 && slow > 0 || self.threshold == 0.0;
-        if !contended {
-            area.hot = false;
-        }
+        // A hot mark expires: cleared by a period without contention, and worn down by
+        // one at every period end (a threshold of 0.0 counts every period as contended).
+        area.hot = if contended {
+            area.hot.saturating_sub(1)
+        } else {
+            0
+        };
         area.write(node);
         if !contended {
             return None;
@@ -128,5 +133,41 @@ impl ContentionSplit {
         };
         let mid = (a as usize + b as usize) / 2;
         (mid + 1 < node.count()).then_some(mid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::Scratch;
+    use crate::policy::{LeafPolicies, HOT_PERIODS};
+
+    /// A threshold of 0.0 counts every period as contended: the hot mark must still wear
+    /// off, one period end at a time.
+    #[test]
+    fn hot_marks_expire_when_every_period_counts_as_contended() {
+        let cs = ContentionSplit::new(&Config {
+            contention_threshold: 0.0,
+            ..Config::default()
+        });
+        let mut page = Scratch::new(4096);
+        let mut node = page.node_mut();
+        node.init(0, None, None, &[]);
+        for k in 0u8..4 {
+            assert!(node.insert_entry(k as usize, &[k], b"v"));
+        }
+        LeafPolicies::contention_split_done(&mut node);
+        for _ in 0..HOT_PERIODS {
+            assert!(!LeafPolicies::may_merge(&node.node()));
+            // Not contended by the latch (no slow path), contended by the threshold.
+            cs.sampled(&mut node, 1, false, true);
+        }
+        assert_eq!(PolicyArea::read(&node.node()).hot, 0);
+        assert!(LeafPolicies::may_merge(&node.node()));
+        // A period without contention clears a mark at once (a real threshold).
+        let cs = ContentionSplit::new(&Config::default());
+        LeafPolicies::contention_split_done(&mut node);
+        cs.sampled(&mut node, 1, false, true);
+        assert!(LeafPolicies::may_merge(&node.node()));
     }
 }

@@ -26,6 +26,9 @@ use crate::node::{Node, NodeMut, POLICY_AREA};
 use crate::sync::{ExclusiveGuard, StripedCounters};
 pub(crate) use contention::ContentionSplit;
 
+/// Contention Split: the counting periods a split leaf stays hot (see [`PolicyArea::hot`]).
+pub(crate) const HOT_PERIODS: u16 = 4;
+
 /// The decoded policy area of a leaf.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PolicyArea {
@@ -35,15 +38,16 @@ pub(crate) struct PolicyArea {
     pub sampled_slow: u16,
     /// Contention Split: the slot of the last sampled change.
     pub last_slot: Option<u16>,
-    /// Contention Split split this leaf and no period has ended without contention since:
-    /// merges and XMerge leave it alone.
-    pub hot: bool,
+    /// Periods left in which merges and XMerge leave this leaf alone (0: not hot). Contention
+    /// Split sets it to [`HOT_PERIODS`] on both halves of a split; every later period end takes
+    /// one off, and a period without contention clears it, so a mark always expires.
+    pub hot: u16,
     /// `latch-stats`: the thread id of the last exclusive holder (0: none).
     pub last_holder: u32,
 }
 
 impl PolicyArea {
-    /// Layout: sampled u16, sampled_slow u16, last slot + 1 u16 (0: none), hot u16,
+    /// Layout: sampled u16, sampled_slow u16, last slot + 1 u16 (0: none), hot periods u16,
     /// last holder u32; all native-endian.
     pub(crate) fn read(node: &Node) -> PolicyArea {
         let a = node.policy_area();
@@ -52,7 +56,7 @@ impl PolicyArea {
             sampled: u16_at(0),
             sampled_slow: u16_at(2),
             last_slot: u16_at(4).checked_sub(1),
-            hot: u16_at(6) != 0,
+            hot: u16_at(6),
             last_holder: u32::from_ne_bytes([a[8], a[9], a[10], a[11]]),
         }
     }
@@ -62,7 +66,7 @@ impl PolicyArea {
         a[0..2].copy_from_slice(&self.sampled.to_ne_bytes());
         a[2..4].copy_from_slice(&self.sampled_slow.to_ne_bytes());
         a[4..6].copy_from_slice(&self.last_slot.map_or(0, |s| s + 1).to_ne_bytes());
-        a[6..8].copy_from_slice(&(self.hot as u16).to_ne_bytes());
+        a[6..8].copy_from_slice(&self.hot.to_ne_bytes());
         a[8..12].copy_from_slice(&self.last_holder.to_ne_bytes());
         node.set_policy_area(a);
     }
@@ -138,16 +142,17 @@ impl LeafPolicies {
         SplitAdvice::Default
     }
 
-    /// Whether `node` may be merged into a neighbour or packed by XMerge.
+    /// Whether `node` may be merged into a neighbour or packed by XMerge: any inner node,
+    /// any empty leaf, and any leaf that is not hot.
     #[inline]
     pub(crate) fn may_merge(node: &Node) -> bool {
-        !node.is_leaf() || !PolicyArea::read(node).hot
+        !node.is_leaf() || node.count() == 0 || PolicyArea::read(node).hot == 0
     }
 
-    /// Marks both halves of a Contention Split as hot.
+    /// Marks both halves of a Contention Split as hot for [`HOT_PERIODS`] periods.
     pub(crate) fn contention_split_done(node: &mut NodeMut) {
         let mut area = PolicyArea::read(node);
-        area.hot = true;
+        area.hot = HOT_PERIODS;
         area.write(node);
     }
 }

@@ -1,23 +1,46 @@
-//! Merges after removals (the underflow policy) and root collapse.
+//! Merges after removals (the underflow policy), deferred merges and root collapse.
 //!
-//! After a removal leaves a leaf less full than `Config::merge_threshold` of a page (25% by
-//! default), the leaf is merged with its right sibling under the same parent (its left one
-//! if it is the last child), if the result fits in 3/4 of a page; the left node is freed, so
-//! the rightmost node of a level is never the one freed. Merges take latches only with
-//! `try`, so they never wait and never slow the remover down: a contended merge is skipped
-//! and retried by a later removal. An inner node that underflows is merged the same way,
-//! and a root left with a single child is replaced by that child. Leaves that a leaf policy
-//! keeps apart (Contention Split's hot leaves) are not merged.
+//! After a removal leaves a node less full than `Config::merge_threshold` of a page (25% by
+//! default), or empty, the node is merged with a sibling under the same parent: the right
+//! one first, then the left one. The pair merges if the result fits in 3/4 of a page, or, when
+//! the node is empty, in a page: an empty node is always freed unless both siblings are so
+//! full that their new fence would not fit. The left node of the pair is freed, so the
+//! rightmost node of a level is never the one freed. An inner node that underflows is merged
+//! the same way, and a root left with a single child is replaced by that child. Leaves that a
+//! leaf policy keeps apart (Contention Split's hot leaves) are not merged unless one of the
+//! two is empty.
+//!
+//! **Never waiting.** Merges take latches only with `try`, so they never wait and never slow
+//! the remover down. A merge that finds a latch taken is *deferred*: its key and level go to
+//! a short list in the tree (`Deferred`), and the next removal, split or space-manager round
+//! of any thread retries one of them. So an emptied node is freed even when no later removal
+//! touches it (a queue's consumers keep finding the head leaf's neighbour latched).
 
 use crate::engine::{Above, Optimistic, Target, TreeCore};
 use crate::node::{Node, NodeMut};
 use crate::page::PageId;
 use crate::policy::LeafPolicies;
 use crate::sync::{ExclusiveGuard, Restart};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Deferred merges kept at most; more are dropped (the space manager and `compact` still
+/// reach those nodes).
+const DEFERRED_MAX: usize = 256;
+
+/// Merges that found a latch taken, retried later by any thread (see the module doc).
+#[derive(Default)]
+pub(crate) struct Deferred {
+    /// A cheap check for the data path: the list's length.
+    len: AtomicUsize,
+    /// (a key in the node, its level, its page when deferred): one entry per page.
+    list: Mutex<Vec<(Vec<u8>, u16, PageId)>>,
+}
 
 enum MergeOutcome {
     Done,
+    /// A latch was taken: retry later. Carries the page of the node to merge.
+    Busy(PageId),
     ParentUnderfull,
     RootSingleChild,
 }
@@ -28,7 +51,7 @@ impl TreeCore {
     }
 
     /// Best-effort merge of the underfull node at `level` holding `key` with a sibling.
-    /// Never waits for a latch.
+    /// Never waits for a latch; a merge that finds one taken is deferred.
     pub(crate) fn try_merge(&self, key: &[u8], level: u16) {
         for _ in 0..4 {
             match self.merge_attempt(key, level) {
@@ -37,101 +60,220 @@ impl TreeCore {
                     return;
                 }
                 Ok(MergeOutcome::RootSingleChild) => {
-                    let _ = self.try_collapse_root();
+                    if !matches!(self.try_collapse_root(), Ok(true)) {
+                        let root = self.root_id();
+                        self.defer_merge(key, level + 1, root);
+                    }
                     return;
                 }
                 Ok(MergeOutcome::Done) => return,
+                Ok(MergeOutcome::Busy(pid)) => {
+                    self.defer_merge(key, level, pid);
+                    return;
+                }
+                // Restarted again and again: leave it to a later try.
                 Err(Restart) => {}
             }
         }
     }
 
+    fn defer_merge(&self, key: &[u8], level: u16, pid: PageId) {
+        let d = &self.deferred;
+        let mut list = d.list.lock().unwrap_or_else(|e| e.into_inner());
+        if list.len() < DEFERRED_MAX && !list.iter().any(|e| e.1 == level && e.2 == pid) {
+            list.push((key.to_vec(), level, pid));
+            d.len.store(list.len(), Ordering::Relaxed);
+        }
+    }
+
+    /// Retries one deferred merge, if there is one. Cheap when there is none (one load).
+    #[inline]
+    pub(crate) fn retry_deferred_merge(&self) {
+        if self.deferred.len.load(Ordering::Relaxed) > 0 {
+            self.retry_deferred_merge_slow();
+        }
+    }
+
+    #[cold]
+    fn retry_deferred_merge_slow(&self) {
+        let d = &self.deferred;
+        let next = {
+            let mut list = d.list.lock().unwrap_or_else(|e| e.into_inner());
+            // Oldest first: a merge deferred again goes to the back.
+            let next = (!list.is_empty()).then(|| list.remove(0));
+            d.len.store(list.len(), Ordering::Relaxed);
+            next
+        };
+        if let Some((key, level, _)) = next {
+            self.try_merge(&key, level);
+        }
+    }
+
+    /// Retries every deferred merge once (the space manager and `compact`); returns how
+    /// many were tried.
+    pub(crate) fn retry_deferred_merges(&self) -> usize {
+        let n = self.deferred.len.load(Ordering::Relaxed);
+        for _ in 0..n {
+            self.retry_deferred_merge();
+        }
+        n
+    }
+
+    /// Deferred merges waiting (tests).
+    #[cfg(test)]
+    pub(crate) fn deferred_merges(&self) -> usize {
+        self.deferred.len.load(Ordering::Relaxed)
+    }
+
     fn merge_attempt(&self, key: &[u8], level: u16) -> Result<MergeOutcome, Restart> {
         let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
         let Above::Parent(parent, pos) = above else {
-            return Ok(MergeOutcome::Done);
-        };
-        let Some(mut px) = parent.guard.try_upgrade_exclusive()? else {
-            return Ok(MergeOutcome::Done);
-        };
-        let mut pnode = NodeMut::new(parent.node, &mut px);
-        let pcount = pnode.count();
-        if pcount == 0 {
-            return Ok(if self.is_root(parent.pid) {
+            // The root: an inner root with a single child is collapsed.
+            let single = !here.node.is_leaf() && here.node.count() == 0;
+            here.guard.validate()?;
+            return Ok(if single {
                 MergeOutcome::RootSingleChild
             } else {
                 MergeOutcome::Done
             });
-        }
-        // The pair (left slot, right child) to merge.
-        let (left_pos, left_pid, right_pid) = if pos < pcount {
-            (pos, here.pid, pnode.child(pos + 1)?)
-        } else {
-            (pcount - 1, pnode.child(pcount - 1)?, here.pid)
         };
-        let (left, left_latch) = self.page(left_pid)?;
-        let (right, right_latch) = self.page(right_pid)?;
-        let (lx, mut rx): (ExclusiveGuard, ExclusiveGuard);
-        if left_pid == here.pid {
-            let Some(g) = here.guard.try_upgrade_exclusive()? else {
-                return Ok(MergeOutcome::Done);
-            };
-            lx = g;
-            let Some(g) = right_latch.try_exclusive() else {
-                return Ok(MergeOutcome::Done);
-            };
-            rx = g;
+        if !self.is_underfull(&here.node) {
+            here.guard.validate()?;
+            return Ok(MergeOutcome::Done);
+        }
+        let Some(mut px) = parent.guard.try_upgrade_exclusive()? else {
+            return Ok(MergeOutcome::Busy(here.pid));
+        };
+        let Some(mut hx) = here.guard.try_upgrade_exclusive()? else {
+            return Ok(MergeOutcome::Busy(here.pid));
+        };
+        let mut pnode = NodeMut::new(parent.node, &mut px);
+        let pcount = pnode.count();
+        if pcount == 0 {
+            // `here` is the parent's only child: the parent must go first.
+            return Ok(if self.is_root(parent.pid) {
+                MergeOutcome::RootSingleChild
+            } else {
+                MergeOutcome::ParentUnderfull
+            });
+        }
+        let node = here.node;
+        if !self.is_underfull(&node) {
+            return Ok(MergeOutcome::Done);
+        }
+        let empty = node.count() == 0;
+        let limit = if empty {
+            node.page_size()
         } else {
-            let Some(g) = left_latch.try_exclusive() else {
-                return Ok(MergeOutcome::Done);
+            node.page_size() * 3 / 4
+        };
+        let mut busy = false;
+        // The right sibling first (`here` is the left node of the pair), then the left one.
+        for right_of_here in [true, false] {
+            let (left_pos, sibling_pos) = match right_of_here {
+                true if pos < pcount => (pos, pos + 1),
+                false if pos > 0 => (pos - 1, pos - 1),
+                _ => continue,
             };
-            lx = g;
-            let Some(g) = here.guard.try_upgrade_exclusive()? else {
-                return Ok(MergeOutcome::Done);
+            let sibling_pid = pnode.child(sibling_pos)?;
+            let (sibling, sibling_latch) = self.page(sibling_pid)?;
+            let Some(mut sx) = sibling_latch.try_exclusive() else {
+                busy = true;
+                continue;
             };
-            rx = g;
+            let (left, left_pid, right, rx): (Node, PageId, Node, &mut ExclusiveGuard) =
+                if right_of_here {
+                    (node, here.pid, sibling, &mut sx)
+                } else {
+                    (sibling, sibling_pid, node, &mut hx)
+                };
+            // Hot leaves stay apart, unless one of the two holds nothing.
+            let apart = !LeafPolicies::may_merge(&left) || !LeafPolicies::may_merge(&right);
+            if apart && left.count() > 0 && right.count() > 0 {
+                continue;
+            }
+            let sep = pnode.key(left_pos)?;
+            if Node::merged_space(&left, &right, &sep)? > limit {
+                continue;
+            }
+            self.merge_nodes(&mut NodeMut::new(right, rx), &left, &sep);
+            self.remove_separator(&mut pnode, left_pos);
+            self.free(left_pid);
+            self.events.merges.fetch_add(1, Ordering::Relaxed);
+            // The freed node's latch is released (its version bumped) when its guard drops.
+            drop(sx);
+            drop(hx);
+            if pnode.count() == 0 && self.is_root(parent.pid) {
+                return Ok(MergeOutcome::RootSingleChild);
+            }
+            return Ok(if self.is_underfull(&pnode) {
+                MergeOutcome::ParentUnderfull
+            } else {
+                MergeOutcome::Done
+            });
         }
-        if !self.is_underfull(&here.node)
-            || !LeafPolicies::may_merge(&left)
-            || !LeafPolicies::may_merge(&right)
-        {
-            // Not underfull any more, or kept apart by a leaf policy.
-            return Ok(MergeOutcome::Done);
-        }
-        let sep = pnode.key(left_pos)?;
-        let need = Node::merged_space(&left, &right, &sep)?;
-        if need > right.page_size() * 3 / 4 {
-            return Ok(MergeOutcome::Done);
-        }
-        self.merge_nodes(&mut NodeMut::new(right, &mut rx), &left, &sep);
-        self.remove_separator(&mut pnode, left_pos);
-        self.free(left_pid);
-        drop(lx);
-        self.events.merges.fetch_add(1, Ordering::Relaxed);
-        if pnode.count() == 0 && self.is_root(parent.pid) {
-            return Ok(MergeOutcome::RootSingleChild);
-        }
-        Ok(if self.is_underfull(&pnode) {
-            MergeOutcome::ParentUnderfull
+        Ok(if busy {
+            MergeOutcome::Busy(here.pid)
         } else {
             MergeOutcome::Done
         })
     }
 
-    /// Replaces an inner root that has no keys by its only child.
-    pub(crate) fn try_collapse_root(&self) -> Result<(), Restart> {
+    /// Replaces an inner root that has no keys by its only child. `Ok(false)` when a latch
+    /// was taken (nothing changed).
+    pub(crate) fn try_collapse_root(&self) -> Result<bool, Restart> {
         let (meta, root) = self.root_snapshot::<Optimistic>()?;
         let Some(_m) = meta.try_upgrade_exclusive()? else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(_x) = root.guard.try_upgrade_exclusive()? else {
-            return Ok(());
+            return Ok(false);
         };
         if root.node.is_leaf() || root.node.count() != 0 {
-            return Ok(());
+            return Ok(true);
         }
         self.collapse_root(root.pid, root.node.upper_child());
         self.events.merges.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Config, Tree};
+
+    /// A merge that finds its sibling latched is deferred, and a removal from another leaf
+    /// retries it: the emptied leaf does not wait for a removal of its own.
+    #[test]
+    fn a_merge_that_finds_a_latch_taken_is_retried_by_a_later_removal() {
+        let t = Tree::with_config(Config {
+            space_manager: false,
+            ..Config::default()
+        })
+        .unwrap();
+        let key = |i: u64| i.to_be_bytes();
+        for i in 0..2000 {
+            t.insert(&key(i), b"value").unwrap();
+        }
+        let first = t.leaf_page_of(&key(0));
+        let next = (0..2000)
+            .find(|&i| t.leaf_page_of(&key(i)) != first)
+            .unwrap();
+        let right = t.leaf_page_of(&key(next));
+        let pages = t.stats().leaf_pages;
+        let (_, latch) = t.core.page(right).unwrap();
+        let held = latch.exclusive();
+        for i in 0..next {
+            assert!(t.remove(&key(i)).is_some());
+        }
+        // One entry for the leaf, however many removals found the latch taken.
+        assert_eq!(t.core.deferred_merges(), 1);
+        assert_eq!(t.leaf_page_of(&key(0)), first);
+        drop(held);
+        assert!(t.remove(&key(1999)).is_some());
+        assert_eq!(t.core.deferred_merges(), 0);
+        assert_eq!(t.stats().leaf_pages, pages - 1);
+        assert_eq!(t.leaf_page_of(&key(0)), right);
+        t.check_invariants().unwrap();
     }
 }

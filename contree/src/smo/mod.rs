@@ -8,5 +8,6 @@
 
 mod inner;
 mod merge;
+pub(crate) use merge::Deferred;
 mod split;
 pub(crate) mod xmerge;

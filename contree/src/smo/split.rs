@@ -45,18 +45,22 @@ impl TreeCore {
     /// Splits the node at `level` that holds `key`, splitting its ancestors first where
     /// they lack room for the separator.
     ///
-    /// When the memory budget refuses a page, XMerge frees some (`reclaim`) and the split is
-    /// tried again; `OutOfSpace` is returned only if that frees nothing.
+    /// When the memory budget refuses a page, XMerge frees some (`reclaim`, bounded work) and
+    /// the split is tried again; `OutOfSpace` is returned if that frees nothing. A split
+    /// that succeeded retries one deferred merge (`smo::merge`).
     pub(crate) fn split_for(&self, key: &[u8], level: u16) -> Result<(), Error> {
         let mut reclaims = 0;
         loop {
             match self.retry(|| self.split_attempt(key, level, None)) {
-                SplitOutcome::Done => return Ok(()),
+                SplitOutcome::Done => {
+                    self.retry_deferred_merge();
+                    return Ok(());
+                }
                 SplitOutcome::ParentFull => self.split_for(key, level + 1)?,
                 SplitOutcome::OutOfSpace => {
                     reclaims += 1;
                     // A root split takes two pages.
-                    if reclaims > 4 || self.reclaim(2) == 0 {
+                    if reclaims > 4 || self.reclaim(key, level, 2) == 0 {
                         return Err(self.out_of_space());
                     }
                 }

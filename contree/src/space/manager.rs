@@ -67,6 +67,7 @@ impl Drop for SpaceManager {
 /// One round: `None` if the fill factor is at the target (or unknown), else the pages freed.
 fn round(core: &TreeCore, rng: &mut Rng, target: f64) -> Option<usize> {
     let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());
+    core.retry_deferred_merges();
     let fill = core.optimistic_sample_fill(rng, SAMPLES)?;
     if fill >= target {
         return None;

@@ -36,7 +36,8 @@ impl Tree {
     /// Within every parent, groups of up to [`Config::xmerge_group`](crate::Config::xmerge_group)
     /// neighbouring children whose free space adds up to a page are packed into one node
     /// fewer, from right to left, so that afterwards nearly every node is full. Nodes that
-    /// another thread holds latched and leaves that Contention Split marked hot are skipped,
+    /// another thread holds latched and non-empty leaves that Contention Split marked hot
+    /// (for a few of its counting periods) are skipped,
     /// so `compact` never waits and may run beside other operations. Freed pages are kept for
     /// reuse by this tree (they are not returned to the system) and stop counting in
     /// [`Stats::bytes_allocated`](crate::Stats::bytes_allocated).

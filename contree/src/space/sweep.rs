@@ -91,6 +91,7 @@ impl TreeCore {
     /// XMerge over the whole tree, leaves first; stops once `want` pages are freed. Returns
     /// the pages freed.
     pub(crate) fn compact_up_to(&self, want: usize) -> usize {
+        self.retry_deferred_merges();
         let mut freed = 0;
         let mut parent_level = 1;
         while freed < want && parent_level <= self.optimistic_root_level() {
@@ -98,7 +99,7 @@ impl TreeCore {
             parent_level += 1;
         }
         for _ in 0..4 {
-            if self.try_collapse_root().is_ok() {
+            if matches!(self.try_collapse_root(), Ok(true)) {
                 break;
             }
         }
@@ -175,27 +176,71 @@ impl TreeCore {
         None
     }
 
-    /// Frees pages for an insert that hit the memory budget: a few random XMerges, then, if
-    /// entries were removed since the last sweep that found nothing, a sweep of the tree
-    /// until `want` pages are free. Returns the pages freed.
-    pub(crate) fn reclaim(&self, want: usize) -> usize {
-        let seed = self as *const TreeCore as u64 ^ self.counters.sum(Counter::Removals) as u64;
-        let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    /// A number that grows with every change that can make space reclaimable: removals
+    /// (free space in leaves) and splits (half-empty nodes).
+    fn space_generation(&self) -> u64 {
+        self.counters.sum(Counter::Removals).max(0) as u64
+            + self.events.splits.load(Ordering::Relaxed)
+    }
+
+    /// Frees pages for a split of the node at `level` holding `key` that hit the memory
+    /// budget. Bounded work, in three steps, each only if the ones before freed fewer than
+    /// `want` pages:
+    /// 1. XMerge on the neighbours of that node, growing to the left and to the right (a
+    ///    split leaves half-empty nodes next to each other, so this is where space is);
+    /// 2. XMerge on 4 random groups;
+    /// 3. a sweep of the tree (see [`compact`](crate::Tree::compact)) that stops once it has
+    ///    freed an eighth of the tree's pages, at most once per `pages / 32` removals and
+    ///    splits, so that sweeps cost O(1) page visits per operation amortized.
+    ///
+    /// A reclaim that frees nothing is not tried again until a removal or a split happens
+    /// (the space generation changes): until then an insert that needs a page fails at once.
+    /// Returns the pages freed.
+    pub(crate) fn reclaim(&self, key: &[u8], level: u16, want: usize) -> usize {
+        let generation = self.space_generation();
+        if self.reclaim_idle.load(Ordering::Relaxed) == generation {
+            return 0;
+        }
         let mut freed = 0;
-        for _ in 0..16 {
-            freed += self.optimistic_xmerge_random(&mut rng);
+        for grow in [Grow::Left, Grow::Right] {
             if freed >= want {
                 return freed;
             }
+            freed += self.xmerge_near(key, level + 1, grow);
         }
-        let removals = self.counters.sum(Counter::Removals);
-        if removals <= self.reclaim_floor.load(Ordering::Relaxed) {
-            return freed;
+        let mut rng = Rng::new(
+            (self as *const TreeCore as u64 ^ generation).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        );
+        for _ in 0..4 {
+            if freed >= want {
+                return freed;
+            }
+            freed += self.optimistic_xmerge_random(&mut rng);
         }
-        let got = self.compact_up_to(want - freed);
-        if got == 0 {
-            self.reclaim_floor.store(removals, Ordering::Relaxed);
+        let held = self.events.pages_held.load(Ordering::Relaxed);
+        let cooled = generation >= self.last_sweep.load(Ordering::Relaxed) + (held / 32) as u64;
+        if freed < want && cooled {
+            self.last_sweep.store(generation, Ordering::Relaxed);
+            freed += self.compact_up_to((want - freed).max(held / 8));
         }
-        freed + got
+        if freed == 0 {
+            self.reclaim_idle.store(generation, Ordering::Relaxed);
+        }
+        freed
+    }
+
+    /// XMerge on the children of the node at `parent_level` holding `key`, from the child
+    /// holding `key` towards `grow`. Returns the pages freed.
+    fn xmerge_near(&self, key: &[u8], parent_level: u16, grow: Grow) -> usize {
+        let attempt = || -> Result<Option<Merged>, Restart> {
+            let (parent, _) = self.optimistic_descend(Target::Key(key, parent_level))?;
+            let pos = parent.node.lower_bound(key)?.0;
+            parent.guard.validate()?;
+            self.optimistic_xmerge(parent, pos, grow, false)
+        };
+        match attempt() {
+            Ok(Some(m)) => m.freed,
+            _ => 0,
+        }
     }
 }

@@ -167,13 +167,16 @@ fn empty_leaves_are_freed() {
     });
     let mut oracle = fill_random(&t, 20_000, 3);
     let keys: Vec<_> = oracle.keys().cloned().collect();
+    let full = t.stats().leaf_pages;
     for k in &keys[2_000..18_000] {
         t.remove(k);
         oracle.remove(k);
     }
-    let leaves = t.stats().leaf_pages;
-    let freed = t.compact();
-    assert!(freed * 10 >= leaves * 7, "freed {freed} of {leaves}");
+    // Removals free the leaves they empty; XMerge packs what is left (a fifth of the
+    // entries) into about a fifth of the leaves, fuller than before.
+    t.compact();
+    let left = t.stats().leaf_pages;
+    assert!(left * 10 <= full * 2, "{left} of {full} leaves left");
     assert_same(&t, &oracle);
     for k in &keys[2_000..18_000] {
         t.insert(k, b"back").unwrap();

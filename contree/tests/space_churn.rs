@@ -1,0 +1,279 @@
+//! Memory follows contents under churn (issue "Space under churn"): removals in any order,
+//! queues and sliding windows, hot marks, and the memory budget. Each bound is the issue's:
+//! pages never exceed twice the pages a freshly compacted tree needs for the live entries,
+//! plus 64.
+
+use contree::{Config, Error, Tree};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn config(space_manager: bool) -> Config {
+    Config {
+        space_manager,
+        ..Config::default()
+    }
+}
+
+fn pages(t: &Tree) -> usize {
+    let s = t.stats();
+    s.leaf_pages + s.inner_pages
+}
+
+/// Pages a fresh tree holding `entries`, compacted, needs.
+fn compacted_pages<'a>(entries: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> usize {
+    let t = Tree::with_config(config(false)).unwrap();
+    for (k, v) in entries {
+        t.insert(k, v).unwrap();
+    }
+    t.compact();
+    pages(&t)
+}
+
+fn bound(live: usize) -> usize {
+    2 * live + 64
+}
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Inserts `keys`, removes them in `order`, checking the page bound every 2,000 removals
+/// and at the end (an empty tree: one page).
+fn removals_stay_bounded(space_manager: bool, keys: Vec<Vec<u8>>, order: &[usize]) {
+    let t = Tree::with_config(config(space_manager)).unwrap();
+    let mut oracle = BTreeMap::new();
+    for k in &keys {
+        t.insert(k, b"value").unwrap();
+        oracle.insert(k.clone(), b"value".to_vec());
+    }
+    for (n, &i) in order.iter().enumerate() {
+        assert!(t.remove(&keys[i]).is_some());
+        oracle.remove(&keys[i]);
+        if n % 2000 == 1999 {
+            let live = compacted_pages(oracle.iter().map(|(k, v)| (&k[..], &v[..])));
+            let held = pages(&t);
+            assert!(
+                held <= bound(live),
+                "{held} pages after {} removals, {live} needed",
+                n + 1
+            );
+        }
+    }
+    assert_eq!(t.len(), 0);
+    let held = pages(&t);
+    assert!(held <= bound(1), "{held} pages left in an empty tree");
+    t.check_invariants().unwrap();
+    // The emptied tree is fully usable again.
+    for k in keys.iter().take(1000) {
+        t.insert(k, b"again").unwrap();
+    }
+    t.check_invariants().unwrap();
+}
+
+fn u64_keys(n: usize) -> Vec<Vec<u8>> {
+    (0..n as u64).map(|i| i.to_be_bytes().to_vec()).collect()
+}
+
+#[test]
+fn removals_in_any_order_free_the_emptied_leaves() {
+    let n = 50_000;
+    let ascending: Vec<usize> = (0..n).collect();
+    let descending: Vec<usize> = (0..n).rev().collect();
+    let mut random = ascending.clone();
+    let mut x = 7u64;
+    for i in (1..n).rev() {
+        random.swap(i, xorshift(&mut x) as usize % (i + 1));
+    }
+    for manager in [false, true] {
+        for order in [&ascending, &descending, &random] {
+            removals_stay_bounded(manager, u64_keys(n), order);
+        }
+    }
+}
+
+#[test]
+fn removing_long_random_keys_in_ascending_order_frees_them() {
+    let mut x = 11u64;
+    let mut keys: Vec<Vec<u8>> = (0..10_000)
+        .map(|_| {
+            let mut k = vec![0u8; 256];
+            for c in k.chunks_mut(8) {
+                c.copy_from_slice(&xorshift(&mut x).to_be_bytes());
+            }
+            k
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let order: Vec<usize> = (0..keys.len()).collect();
+    removals_stay_bounded(false, keys, &order);
+}
+
+#[test]
+fn a_sliding_window_runs_in_bounded_memory() {
+    for manager in [false, true] {
+        let t = Tree::with_config(config(manager)).unwrap();
+        let window = 1000u64;
+        let live = compacted_pages(
+            u64_keys(window as usize)
+                .iter()
+                .map(|k| (&k[..], &b"value"[..])),
+        );
+        let mut most = 0;
+        for i in 0..200_000u64 {
+            t.insert(&i.to_be_bytes(), b"value").unwrap();
+            if i >= window {
+                assert!(t.remove(&(i - window).to_be_bytes()).is_some());
+            }
+            if i % 5000 == 0 {
+                most = most.max(pages(&t));
+            }
+        }
+        assert!(most <= bound(live), "{most} pages for a window of {window}");
+        t.check_invariants().unwrap();
+    }
+}
+
+/// 4 producers append increasing keys, 2 consumers remove from the head, at most `cap`
+/// entries live; returns the most pages seen.
+fn fifo_queue(space_manager: bool, run: Duration, cap: usize) -> usize {
+    let t = Tree::with_config(config(space_manager)).unwrap();
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let most = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    if t.len() >= cap {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    t.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
+                }
+            });
+        }
+        for _ in 0..2 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    match t.first() {
+                        Some((k, _)) => {
+                            t.remove(&k);
+                        }
+                        None => std::thread::yield_now(),
+                    }
+                }
+            });
+        }
+        let start = Instant::now();
+        while start.elapsed() < run {
+            std::thread::sleep(Duration::from_millis(50));
+            most.fetch_max(pages(&t), Ordering::Relaxed);
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    t.check_invariants().unwrap();
+    most.load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_fifo_queue_runs_in_bounded_memory() {
+    let cap = 20_000;
+    let keys = u64_keys(cap);
+    let live = compacted_pages(keys.iter().map(|k| (&k[..], &[0u8; 8][..])));
+    for manager in [false, true] {
+        let most = fifo_queue(manager, Duration::from_millis(1500), cap);
+        assert!(
+            most <= bound(live),
+            "space manager {manager}: {most} pages for at most {cap} entries ({live} needed)"
+        );
+    }
+}
+
+/// With a threshold of 0.0 every counting period counts as contended: hot marks must still
+/// expire, and an emptied tree must give its pages back and take inserts again.
+#[test]
+fn hot_marks_expire_and_empty_hot_leaves_are_freed() {
+    let t = Tree::with_config(Config {
+        space_manager: false,
+        contention_threshold: 0.0,
+        contention_sample_shift: 0,
+        contention_period_shift: 3,
+        max_memory: 512 * 4096,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut x = 3u64;
+    let keys: Vec<[u8; 8]> = (0..20_000)
+        .map(|_| xorshift(&mut x).to_be_bytes())
+        .collect();
+    for k in &keys {
+        t.insert(k, b"v").unwrap();
+    }
+    assert!(t.stats().contention_splits > 0, "the test needs hot leaves");
+    for k in &keys {
+        t.remove(k);
+    }
+    assert_eq!(t.len(), 0);
+    let held = pages(&t);
+    assert!(held <= bound(1), "{held} pages pinned by hot marks");
+    for k in &keys {
+        t.insert(k, b"v").unwrap();
+    }
+    assert_eq!(t.len(), keys.len());
+    t.check_invariants().unwrap();
+}
+
+/// At the budget, reclaiming is not repeated while nothing changed: failing inserts are
+/// cheap and do not run XMerge again and again.
+#[test]
+fn failing_inserts_at_the_budget_are_fast() {
+    let t = Tree::with_config(Config {
+        space_manager: false,
+        max_memory: 64 * 4096,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut x = 5u64;
+    let mut n = 0;
+    loop {
+        match t.insert(&xorshift(&mut x).to_be_bytes(), &[1u8; 8]) {
+            Ok(_) => n += 1,
+            Err(Error::OutOfSpace { .. }) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(n > 1000);
+    let fill = t.stats().fill_factor;
+    assert!(
+        fill > 0.85,
+        "the budget is reached only once leaves are packed: {fill}"
+    );
+    let before = t.stats().xmerge_attempts;
+    let start = Instant::now();
+    let mut failed = 0;
+    for _ in 0..2000 {
+        if t.insert(&xorshift(&mut x).to_be_bytes(), &[1u8; 8])
+            .is_err()
+        {
+            failed += 1;
+        }
+    }
+    let per = start.elapsed() / 2000;
+    let attempts = t.stats().xmerge_attempts - before;
+    assert!(failed > 1000, "{failed}");
+    assert!(
+        attempts <= 64,
+        "{attempts} XMerge attempts for {failed} failing inserts"
+    );
+    assert!(
+        per < Duration::from_micros(100),
+        "{per:?} per failing insert"
+    );
+    t.check_invariants().unwrap();
+}
