@@ -29,6 +29,7 @@ impl Tree {
         core.check_value(value)?;
         let Divert::Proceed = core.policy.before_latch(key);
         let mut split_at = None;
+        let mut rounds = 0;
         loop {
             let attempt = core.retry(|| -> Result<Result<Option<Vec<u8>>, NeedSplit>, Restart> {
                 let (node, mut x) = core.exclusive_leaf(key)?;
@@ -69,7 +70,12 @@ impl Tree {
                     }
                     return Ok(old);
                 }
-                Err(NeedSplit) => core.split_for(key, 0)?,
+                Err(NeedSplit) => {
+                    // At the memory budget the first rounds may get room by spreading the
+                    // neighbours' free space instead of a split (`reclaim`).
+                    rounds += 1;
+                    core.split_for(key, 0, rounds <= 2)?
+                }
             }
         }
     }

@@ -12,6 +12,7 @@ use crate::engine::{Above, Target, TreeCore};
 use crate::error::Error;
 use crate::node::NodeMut;
 use crate::policy::{LeafPolicies, SplitAdvice};
+use crate::space::Room;
 use crate::sync::Restart;
 use std::sync::atomic::Ordering;
 
@@ -33,7 +34,7 @@ impl TreeCore {
             match self.retry(|| self.split_attempt(sep, 0, Some(sep))) {
                 SplitOutcome::Done => return,
                 SplitOutcome::ParentFull => {
-                    if self.split_for(sep, 1).is_err() {
+                    if self.split_for(sep, 1, false).is_err() {
                         return;
                     }
                 }
@@ -45,10 +46,14 @@ impl TreeCore {
     /// Splits the node at `level` that holds `key`, splitting its ancestors first where
     /// they lack room for the separator.
     ///
-    /// When the memory budget refuses a page, XMerge frees some (`reclaim`, bounded work) and
-    /// the split is tried again; `OutOfSpace` is returned if that frees nothing. A split
+    /// When the memory budget refuses a page, `reclaim` frees some (bounded work) and the
+    /// split is tried again, or gives the node room without a split (then `Ok` without a
+    /// split: the caller retries its operation); `OutOfSpace` if neither. A split
     /// that succeeded retries one deferred merge (`smo::merge`).
-    pub(crate) fn split_for(&self, key: &[u8], level: u16) -> Result<(), Error> {
+    ///
+    /// `spread` allows `reclaim` to make room without a split; an operation that got room
+    /// that way and still does not fit passes `false` the next time, so it cannot loop.
+    pub(crate) fn split_for(&self, key: &[u8], level: u16, spread: bool) -> Result<(), Error> {
         let mut reclaims = 0;
         loop {
             match self.retry(|| self.split_attempt(key, level, None)) {
@@ -56,12 +61,18 @@ impl TreeCore {
                     self.retry_deferred_merge();
                     return Ok(());
                 }
-                SplitOutcome::ParentFull => self.split_for(key, level + 1)?,
+                SplitOutcome::ParentFull => self.split_for(key, level + 1, spread)?,
                 SplitOutcome::OutOfSpace => {
                     reclaims += 1;
-                    // A root split takes two pages.
-                    if reclaims > 4 || self.reclaim(key, level, 2) == 0 {
+                    if reclaims > 4 {
                         return Err(self.out_of_space());
+                    }
+                    // A root split takes two pages.
+                    match self.reclaim(key, level, 2, spread) {
+                        Room::Freed => {}
+                        // The node has room now: the caller retries its operation.
+                        Room::Made => return Ok(()),
+                        Room::None => return Err(self.out_of_space()),
                     }
                 }
             }

@@ -4,6 +4,8 @@
 pub(crate) mod manager;
 mod sweep;
 
+pub(crate) use sweep::Room;
+
 use crate::Tree;
 
 /// A small xorshift generator for the space manager's random picks.

@@ -8,6 +8,17 @@ use crate::smo::xmerge::{Grow, Merged};
 use crate::sync::{Counter, Restart};
 use std::sync::atomic::Ordering;
 
+/// What `reclaim` achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// Pages were freed: the split can take one.
+    Freed,
+    /// The node got room without a split: the operation can go on.
+    Made,
+    /// Nothing.
+    None,
+}
+
 impl TreeCore {
     /// Descends to a node at `level` choosing a random child at every step, and returns it
     /// with the inverse of the probability of having picked it (the product of the child
@@ -183,59 +194,85 @@ impl TreeCore {
             + self.events.splits.load(Ordering::Relaxed)
     }
 
-    /// Frees pages for a split of the node at `level` holding `key` that hit the memory
-    /// budget. Bounded work, in three steps, each only if the ones before freed fewer than
-    /// `want` pages:
-    /// 1. XMerge on the neighbours of that node, growing to the left and to the right (a
-    ///    split leaves half-empty nodes next to each other, so this is where space is);
-    /// 2. XMerge on 4 random groups;
-    /// 3. a sweep of the tree (see [`compact`](crate::Tree::compact)) that stops once it has
-    ///    freed an eighth of the tree's pages, at most once per `pages / 32` removals and
+    /// Makes room for a split of the node at `level` holding `key` that hit the memory
+    /// budget. Bounded work, in steps, each only if the ones before did not succeed:
+    /// 1. XMerge on the neighbours of that node, growing to the left and to the right, to free
+    ///    a page for the split;
+    /// 2. if `spread`, spreading the free space of the siblings around the node evenly over
+    ///    them (`optimistic_spread`): the node gets room and needs no split ([`Room::Made`]);
+    /// 3. XMerge on 4 random groups;
+    /// 4. a sweep of the tree (see [`compact`](crate::Tree::compact)) that stops once it has
+    ///    freed a sixteenth of the tree's pages, at most once per `pages / 4` removals and
     ///    splits, so that sweeps cost O(1) page visits per operation amortized.
     ///
-    /// A reclaim that frees nothing is not tried again until a removal or a split happens
-    /// (the space generation changes): until then an insert that needs a page fails at once.
-    /// Returns the pages freed.
-    pub(crate) fn reclaim(&self, key: &[u8], level: u16, want: usize) -> usize {
-        let generation = self.space_generation();
-        if self.reclaim_idle.load(Ordering::Relaxed) == generation {
-            return 0;
-        }
+    /// Steps 1 and 2 look at a few nodes. When steps 3 and 4 free nothing, they are not tried
+    /// again until a removal or a split happens (the space generation changes): until then
+    /// an insert that needs a page and finds no room next to its node fails after steps 1
+    /// and 2.
+    pub(crate) fn reclaim(&self, key: &[u8], level: u16, want: usize, spread: bool) -> Room {
         let mut freed = 0;
         for grow in [Grow::Left, Grow::Right] {
-            if freed >= want {
-                return freed;
-            }
             freed += self.xmerge_near(key, level + 1, grow);
-        }
-        let mut rng = Rng::new(
-            (self as *const TreeCore as u64 ^ generation).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        );
-        for _ in 0..4 {
             if freed >= want {
-                return freed;
+                return Room::Freed;
             }
+        }
+        if spread && self.spread_near(key, level + 1) {
+            return Room::Made;
+        }
+        let generation = self.space_generation();
+        if self.reclaim_idle.load(Ordering::Relaxed) == generation {
+            return if freed > 0 { Room::Freed } else { Room::None };
+        }
+        let seed =
+            (self as *const TreeCore as u64 ^ generation).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::new(seed);
+        for _ in 0..4 {
             freed += self.optimistic_xmerge_random(&mut rng);
+            if freed >= want {
+                return Room::Freed;
+            }
         }
         let held = self.events.pages_held.load(Ordering::Relaxed);
-        let cooled = generation >= self.last_sweep.load(Ordering::Relaxed) + (held / 32) as u64;
-        if freed < want && cooled {
+        let cooled = generation >= self.last_sweep.load(Ordering::Relaxed) + (held / 4) as u64;
+        if cooled {
             self.last_sweep.store(generation, Ordering::Relaxed);
-            freed += self.compact_up_to((want - freed).max(held / 8));
+            freed += self.compact_up_to((want - freed).max(held / 16));
         }
-        if freed == 0 {
-            self.reclaim_idle.store(generation, Ordering::Relaxed);
+        if freed > 0 {
+            return Room::Freed;
         }
-        freed
+        self.reclaim_idle.store(generation, Ordering::Relaxed);
+        Room::None
+    }
+
+    /// The node at `parent_level` holding `key`, validated, and the slot of its child that
+    /// holds `key`.
+    fn optimistic_parent_of(
+        &self,
+        key: &[u8],
+        parent_level: u16,
+    ) -> Result<(Visit<'_>, usize), Restart> {
+        let (parent, _) = self.optimistic_descend(Target::Key(key, parent_level))?;
+        let pos = parent.node.lower_bound(key)?.0;
+        parent.guard.validate()?;
+        Ok((parent, pos))
+    }
+
+    /// See `reclaim`, step 2.
+    fn spread_near(&self, key: &[u8], parent_level: u16) -> bool {
+        let attempt = || -> Result<bool, Restart> {
+            let (parent, pos) = self.optimistic_parent_of(key, parent_level)?;
+            self.optimistic_spread(parent, pos)
+        };
+        attempt().unwrap_or(false)
     }
 
     /// XMerge on the children of the node at `parent_level` holding `key`, from the child
     /// holding `key` towards `grow`. Returns the pages freed.
     fn xmerge_near(&self, key: &[u8], parent_level: u16, grow: Grow) -> usize {
         let attempt = || -> Result<Option<Merged>, Restart> {
-            let (parent, _) = self.optimistic_descend(Target::Key(key, parent_level))?;
-            let pos = parent.node.lower_bound(key)?.0;
-            parent.guard.validate()?;
+            let (parent, pos) = self.optimistic_parent_of(key, parent_level)?;
             self.optimistic_xmerge(parent, pos, grow, false)
         };
         match attempt() {

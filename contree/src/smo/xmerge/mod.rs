@@ -101,20 +101,10 @@ impl TreeCore {
             if pos > count {
                 break;
             }
-            let pid = pnode.child(pos)?;
-            let (node, latch) = self.page(pid)?;
-            let Some(guard) = latch.try_optimistic() else {
+            let Some(member) = self.optimistic_member(&parent, pos, level)? else {
                 break;
             };
-            parent.guard.validate()?;
-            if node.level() != level {
-                return Err(Restart);
-            }
-            if !LeafPolicies::may_merge(&node) {
-                break;
-            }
-            free += node.free_space();
-            let member = Member { pid, node, guard };
+            free += member.node.free_space();
             match grow {
                 Grow::Right => members.push(member),
                 Grow::Left => members.insert(0, member),
@@ -126,7 +116,7 @@ impl TreeCore {
             }
             let lo = if grow == Grow::Right { start } else { pos };
             if let Some((chunks, parent_fits)) =
-                optimistic_group_plan(pnode, lo, &members, members.len() - 1)?
+                optimistic_group_plan(pnode, lo, &members, members.len() - 1, page)?
             {
                 if !parent_fits {
                     return Ok(None);
@@ -142,7 +132,7 @@ impl TreeCore {
                 Grow::Left => start + 1 - members.len(),
             };
             if let Some((chunks, parent_fits)) =
-                optimistic_group_plan(pnode, lo, &members, members.len())?
+                optimistic_group_plan(pnode, lo, &members, members.len(), page)?
             {
                 // Worth it only if the leftmost member gains free space.
                 let (start0, end0) = chunks[0];
@@ -154,7 +144,43 @@ impl TreeCore {
         let Some((lo, chunks)) = found else {
             return Ok(None);
         };
-        // Latch everything, parent first, without waiting; the upgrades validate the reads.
+        let freed = self.latch_and_apply(parent, lo, members, &chunks)?;
+        Ok(freed.map(|freed| Merged { freed, lo }))
+    }
+
+    /// Member `pos` of the group under `parent` (whose children are at `level`), with its
+    /// snapshot; `None` if a writer holds it or a leaf policy keeps it apart.
+    fn optimistic_member<'t>(
+        &'t self,
+        parent: &Visit<'t>,
+        pos: usize,
+        level: u16,
+    ) -> Result<Option<Member<'t>>, Restart> {
+        let pid = parent.node.child(pos)?;
+        let (node, latch) = self.page(pid)?;
+        let Some(guard) = latch.try_optimistic() else {
+            return Ok(None);
+        };
+        parent.guard.validate()?;
+        if node.level() != level {
+            return Err(Restart);
+        }
+        if !LeafPolicies::may_merge(&node) {
+            return Ok(None);
+        }
+        Ok(Some(Member { pid, node, guard }))
+    }
+
+    /// Latches the parent and every member, without waiting (the upgrades validate the
+    /// reads), and applies the plan. Returns the pages freed, `None` if a latch was taken.
+    fn latch_and_apply(
+        &self,
+        parent: Visit<'_>,
+        lo: usize,
+        members: Vec<Member>,
+        chunks: &[(usize, usize)],
+    ) -> Result<Option<usize>, Restart> {
+        let pnode = parent.node;
         let Some(mut px) = parent.guard.try_upgrade_exclusive()? else {
             return Ok(None);
         };
@@ -165,14 +191,59 @@ impl TreeCore {
             };
             latched.push((m.pid, m.node, x));
         }
-        let freed = self.apply_xmerge(NodeMut::new(pnode, &mut px), lo, &mut latched, &chunks);
+        let freed = self.apply_xmerge(NodeMut::new(pnode, &mut px), lo, &mut latched, chunks);
         let empty_root = pnode.count() == 0 && self.root_id() == parent.pid;
         drop(latched);
         drop(px);
         if empty_root {
             let _ = self.try_collapse_root();
         }
-        Ok(Some(Merged { freed, lo }))
+        Ok(Some(freed))
+    }
+
+    /// Spreads the free space of the siblings around child `pos` of `parent` evenly over
+    /// them (a group of up to `xmerge_group` around it, as many nodes as before), so that
+    /// the node at `pos` gets room without a new page: what an insert does at the memory
+    /// budget instead of a split. Returns whether the group was rewritten; `false` when its
+    /// members together have less than a sixteenth of a page free, or a latch was taken.
+    pub(crate) fn optimistic_spread(&self, parent: Visit<'_>, pos: usize) -> Result<bool, Restart> {
+        let pnode = parent.node;
+        let count = pnode.count();
+        if pnode.is_leaf() || pos > count {
+            return Ok(false);
+        }
+        self.events.xmerge_attempts.fetch_add(1, Ordering::Relaxed);
+        let page = pnode.page_size();
+        let level = pnode.level() - 1;
+        let group = self.config().xmerge_group;
+        let lo = pos.saturating_sub(group / 2);
+        let mut members: Vec<Member> = Vec::with_capacity(group);
+        let mut free = 0;
+        for p in lo..=count.min(lo + group - 1) {
+            match self.optimistic_member(&parent, p, level)? {
+                Some(m) => {
+                    free += m.node.free_space();
+                    members.push(m);
+                }
+                None if p <= pos => return Ok(false),
+                None => break,
+            }
+        }
+        let n = members.len();
+        if n < 2 || free < page / 16 {
+            return Ok(false);
+        }
+        // Cut with a smaller page so that every node keeps most of its share of the free
+        // space; prefixes and fences change, so ask for less if that does not fit.
+        for share in [free * 3 / (4 * n), free / (2 * n)] {
+            let cap = page - share;
+            if let Some((chunks, true)) = optimistic_group_plan(pnode, lo, &members, n, cap)? {
+                return Ok(self
+                    .latch_and_apply(parent, lo, members, &chunks)?
+                    .is_some());
+            }
+        }
+        Ok(false)
     }
 
     /// Writes the plan: new nodes over the rightmost members, the new parent, and frees the

@@ -292,20 +292,22 @@ impl<'a> Run<'a> {
 }
 
 /// The plan that packs `members` (children `lo..` of `parent`) into at most `max_nodes`
-/// nodes, and whether the parent can take its separators; `None` if more nodes are needed.
+/// nodes of at most `cap` bytes used (the page size, or less to leave room in each), and
+/// whether the parent can take its separators; `None` if more nodes are needed.
 #[allow(clippy::type_complexity)]
 pub(super) fn optimistic_group_plan(
     parent: Node,
     lo: usize,
     members: &[Member],
     max_nodes: usize,
+    cap: usize,
 ) -> Result<Option<(Vec<(usize, usize)>, bool)>, Restart> {
     let page = parent.page_size();
     let nodes: Vec<Node> = members.iter().map(|m| m.node).collect();
     let run = Run::optimistic_new(parent, lo, &nodes)?;
     let lower = nodes[0].lower_fence()?;
     let upper = nodes[nodes.len() - 1].upper_fence()?;
-    let Some(chunks) = run.optimistic_plan(page, lower.as_deref(), upper.as_deref(), max_nodes)?
+    let Some(chunks) = run.optimistic_plan(cap, lower.as_deref(), upper.as_deref(), max_nodes)?
     else {
         return Ok(None);
     };

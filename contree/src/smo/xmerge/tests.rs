@@ -255,3 +255,35 @@ fn plan_needs_fewer_nodes_or_gives_up() {
         .unwrap()
         .is_none());
 }
+
+/// Spreading gives a full leaf room from its neighbours' free space, without a page more or
+/// less, and keeps every entry.
+#[test]
+fn spreading_gives_a_full_leaf_room_from_its_neighbours() {
+    let t = tree(Config::default());
+    // Appends fill every leaf; then make room in the neighbours of one of them.
+    let mut oracle = BTreeMap::new();
+    for i in 0u64..20_000 {
+        let k = i.to_be_bytes().to_vec();
+        t.insert(&k, b"12345678").unwrap();
+        oracle.insert(k, b"12345678".to_vec());
+    }
+    let probe = 3000u64.to_be_bytes();
+    let leaf = t.leaf_page_of(&probe);
+    for i in (0u64..20_000).step_by(3) {
+        let k = i.to_be_bytes().to_vec();
+        if t.leaf_page_of(&k) != leaf {
+            t.remove(&k);
+            oracle.remove(&k);
+        }
+    }
+    let free = |t: &Tree| t.core.page(t.leaf_page_of(&probe)).unwrap().0.free_space();
+    assert!(free(&t) < 64, "the probe's leaf starts full");
+    let pages = t.stats().leaf_pages;
+    let parent = leaf_parent(&t, &probe);
+    let pos = parent.node.lower_bound(&probe).unwrap().0;
+    assert!(t.core.optimistic_spread(parent, pos).unwrap());
+    assert!(free(&t) > 200, "the probe's leaf got room: {}", free(&t));
+    assert_eq!(t.stats().leaf_pages, pages);
+    assert_same(&t, &oracle);
+}
