@@ -50,11 +50,11 @@ pub struct Config {
     /// node fewer, 2 to 16. Larger groups free more pages but keep more latches at once.
     /// Default 5 (as in the paper).
     pub xmerge_group: usize,
-    /// Run the space manager: one background thread per tree that applies XMerge to random
-    /// nodes while the fill factor is below `fill_target`, and sleeps otherwise. It is
-    /// stopped when the tree is dropped. [`Tree::compact`](crate::Tree::compact) and the
-    /// XMerge that precedes [`Error::OutOfSpace`] work either way. Default on; turn it off
-    /// for trees that stay small or that you compact yourself, to save the thread.
+    /// Run the space manager for this tree: one background thread shared by all trees of the
+    /// process (started by the first tree that needs it) applies XMerge to random nodes of
+    /// each tree while its fill factor is below `fill_target`, and sleeps otherwise. Removals
+    /// that empty nodes, [`Tree::compact`](crate::Tree::compact) and the reclaim that
+    /// precedes [`Error::OutOfSpace`] free space either way. Default on.
     pub space_manager: bool,
     /// The fill factor (see [`Stats::fill_factor`](crate::Stats::fill_factor)) below which
     /// the space manager works, from 0.0 (never) to 1.0 (always). Default 0.9.

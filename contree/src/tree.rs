@@ -3,14 +3,14 @@
 //! `ops::read`, point writes in `ops::write`, ranges in `ops::scan`, `compact` in `space`,
 //! `stats` in `stats` and `check_invariants` in `check`.
 //!
-//! A `Tree` holds its shared state ([`TreeCore`], in an `Arc`) and, when
-//! [`Config::space_manager`] is on, the background space manager thread, which shares that
-//! state. Dropping the tree stops and joins the thread before the pages are released.
+//! A `Tree` holds its shared state ([`TreeCore`], in an `Arc`). When
+//! [`Config::space_manager`] is on, the process-wide space manager (`space::manager`) holds a
+//! weak reference to that state; dropping the tree releases its pages at once, or when a
+//! round of the space manager in progress on it ends.
 
 use crate::config::Config;
 use crate::engine::{Target, TreeCore};
 use crate::error::Error;
-use crate::space::manager::SpaceManager;
 use std::sync::Arc;
 
 /// A concurrent B+Tree over byte keys and byte values, ordered by memcmp.
@@ -29,8 +29,6 @@ use std::sync::Arc;
 /// assert!(tree.is_empty());
 /// ```
 pub struct Tree {
-    /// Declared first so that it is dropped (its thread stopped and joined) first.
-    _space_manager: Option<SpaceManager>,
     pub(crate) core: Arc<TreeCore>,
 }
 
@@ -57,18 +55,17 @@ impl Tree {
 
     /// An empty tree with `config`, or [`Error::InvalidConfig`] naming the bad field.
     ///
-    /// With [`Config::space_manager`] on (the default) this starts the tree's space manager
-    /// thread.
+    /// With [`Config::space_manager`] on (the default) the tree joins the space manager, one
+    /// background thread shared by all trees of the process, started by the first tree that
+    /// needs it. If that thread cannot be started, the tree works without it (removals,
+    /// the reclaim at the memory budget and [`compact`](Self::compact) still free space);
+    /// this never fails or panics.
     pub fn with_config(config: Config) -> Result<Tree, Error> {
         let core = Arc::new(TreeCore::new(config)?);
-        let space_manager = core
-            .config()
-            .space_manager
-            .then(|| SpaceManager::start(Arc::clone(&core)));
-        Ok(Tree {
-            _space_manager: space_manager,
-            core,
-        })
+        if core.config().space_manager {
+            crate::space::manager::register(&core);
+        }
+        Ok(Tree { core })
     }
 
     /// The configuration the tree was built with.

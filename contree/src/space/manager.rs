@@ -1,27 +1,34 @@
-//! The space manager: one background thread per tree that runs XMerge on random nodes
-//! while the tree's fill factor is below [`Config::fill_target`](crate::Config::fill_target).
+//! The space manager: one background thread per process, shared by every tree that has
+//! [`Config::space_manager`](crate::Config::space_manager) on, which runs XMerge on random
+//! nodes of a tree while its fill factor is below
+//! [`Config::fill_target`](crate::Config::fill_target).
 //!
-//! **Rounds.** Each round estimates the fill factor from 32 random leaves (weighted by the
-//! inverse of the chance of picking each, so the estimate is unbiased) and, if it is below
-//! the target, runs XMerge on 8 random groups (`TreeCore::optimistic_xmerge_random`).
+//! **Rounds.** A round for one tree retries its deferred merges, estimates its fill factor
+//! from 32 random leaves (weighted by the inverse of the chance of picking each, so the
+//! estimate is unbiased) and, if it is below the target, runs XMerge on 8 random groups
+//! (`TreeCore::optimistic_xmerge_random`).
 //!
-//! **Pacing.** After a round that freed pages, the thread sleeps for as long as the round took
-//! times `(1 - share) / share`, with `share` =
-//! [`Config::space_manager_share`](crate::Config::space_manager_share): it uses at most that
-//! share of one core however fast the tree grows, which keeps its cost per insert bounded
-//! (measured in `docs/design.md`). After a round that found the tree full enough or freed
-//! nothing it sleeps 10 ms, doubling up to one second while that lasts; it never spins. A
-//! share of 1.0 removes every pause (a stress-test setting).
+//! **Pacing, per tree.** After a round that freed pages, the tree's next round waits for as
+//! long as the round took times `(1 - share) / share`, with `share` =
+//! [`Config::space_manager_share`](crate::Config::space_manager_share): the work for one tree
+//! uses at most that share of one core however fast the tree grows (measured in
+//! `docs/design.md`). After a round that found the tree full enough or freed nothing the tree
+//! waits 10 ms, doubling up to one second while that lasts. A share of 1.0 removes every
+//! pause (a stress-test setting). The thread runs the tree whose turn comes first and sleeps
+//! until the next turn; it never spins.
 //!
-//! **Sharing.** The thread holds an `Arc` of the tree's shared state and takes the tree's
-//! `space_gate` for each round, so `stats` and `check_invariants` see no change from it. It
-//! is stopped and joined when the tree is dropped.
+//! **Sharing.** The service holds a weak reference to each tree's shared state: a dropped
+//! tree leaves the list at the thread's next look, and a round in progress keeps the state
+//! alive until it ends. A round takes the tree's `space_gate`, so `stats` and
+//! `check_invariants` see no change from it. The thread is started by the first tree that
+//! asks for it; if it cannot be started, that tree runs without it (merges, the reclaim at
+//! the budget and [`Tree::compact`](crate::Tree::compact) still free space) and the next tree
+//! tries again. No tree ever costs a thread of its own.
 
 use super::Rng;
 use crate::engine::TreeCore;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// Leaves sampled per round to estimate the fill factor.
@@ -32,44 +39,84 @@ const ATTEMPTS: usize = 8;
 const IDLE_MIN: Duration = Duration::from_millis(10);
 const IDLE_MAX: Duration = Duration::from_secs(1);
 
-/// The handle of a running space manager; dropping it stops the thread and waits for it.
-pub(crate) struct SpaceManager {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+/// One tree the service looks after.
+struct Entry {
+    tree: Weak<TreeCore>,
+    rng: Rng,
+    /// When its next round is due.
+    next: Instant,
+    /// The pause after its next idle round.
+    idle: Duration,
 }
 
-impl SpaceManager {
-    /// Starts the thread for `btree`.
-    pub(crate) fn start(core: Arc<TreeCore>) -> SpaceManager {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
+/// The process-wide service: the trees and the thread (once started).
+#[derive(Default)]
+struct Service {
+    trees: Mutex<Vec<Entry>>,
+    thread: Mutex<Option<Thread>>,
+}
+
+fn service() -> &'static Service {
+    static SERVICE: OnceLock<Service> = OnceLock::new();
+    SERVICE.get_or_init(Service::default)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Puts `core` in the service's care, starting the thread if it is not running. Returns
+/// `false` (and leaves the tree out) if the thread cannot be started.
+pub(crate) fn register(core: &Arc<TreeCore>) -> bool {
+    register_in(service(), core, || {
+        std::thread::Builder::new()
             .name("contree-space".into())
-            .spawn(move || run(&core, &flag))
-            .expect("spawn the space manager thread");
-        SpaceManager {
-            stop,
-            thread: Some(thread),
-        }
-    }
+            .spawn(|| run(service()))
+            .ok()
+            .map(|h| h.thread().clone())
+    })
 }
 
-impl Drop for SpaceManager {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
+/// `register` with the service and the way to start its thread given.
+fn register_in(
+    svc: &Service,
+    core: &Arc<TreeCore>,
+    spawn: impl FnOnce() -> Option<Thread>,
+) -> bool {
+    let mut thread = lock(&svc.thread);
+    if thread.is_none() {
+        match spawn() {
+            Some(t) => *thread = Some(t),
+            None => return false,
         }
     }
+    let seed = (Arc::as_ptr(core) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    lock(&svc.trees).push(Entry {
+        tree: Arc::downgrade(core),
+        rng: Rng::new(seed),
+        next: Instant::now(),
+        idle: IDLE_MIN,
+    });
+    if let Some(t) = thread.as_ref() {
+        t.unpark();
+    }
+    true
+}
+
+/// Trees in the service's care (tests).
+#[cfg(test)]
+pub(crate) fn registered(core: &Arc<TreeCore>) -> bool {
+    lock(&service().trees)
+        .iter()
+        .any(|e| std::ptr::eq(e.tree.as_ptr(), Arc::as_ptr(core)))
 }
 
 /// One round: `None` if the fill factor is at the target (or unknown), else the pages freed.
-fn round(core: &TreeCore, rng: &mut Rng, target: f64) -> Option<usize> {
+fn round(core: &TreeCore, rng: &mut Rng) -> Option<usize> {
     let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());
     core.retry_deferred_merges();
     let fill = core.optimistic_sample_fill(rng, SAMPLES)?;
-    if fill >= target {
+    if fill >= core.config().fill_target {
         return None;
     }
     Some(
@@ -79,28 +126,94 @@ fn round(core: &TreeCore, rng: &mut Rng, target: f64) -> Option<usize> {
     )
 }
 
-fn run(core: &TreeCore, stop: &AtomicBool) {
-    let share = core.config().space_manager_share;
-    let target = core.config().fill_target;
-    let mut rng = Rng::new((core as *const TreeCore as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let mut idle = IDLE_MIN;
-    while !stop.load(Ordering::Acquire) {
+fn run(svc: &Service) {
+    loop {
+        // The tree whose turn comes first; dropped trees leave the list.
+        let due = {
+            let mut trees = lock(&svc.trees);
+            trees.retain(|e| e.tree.strong_count() > 0);
+            let now = Instant::now();
+            match trees.iter_mut().min_by_key(|e| e.next) {
+                Some(e) if e.next <= now => e.tree.upgrade().map(|t| (t, e.rng.clone())),
+                Some(e) => {
+                    let wait = e.next - now;
+                    drop(trees);
+                    std::thread::park_timeout(wait);
+                    continue;
+                }
+                None => {
+                    drop(trees);
+                    std::thread::park_timeout(IDLE_MAX);
+                    continue;
+                }
+            }
+        };
+        let Some((core, mut rng)) = due else {
+            continue;
+        };
         let started = Instant::now();
-        let freed = round(core, &mut rng, target);
+        let freed = round(&core, &mut rng);
+        let share = core.config().space_manager_share;
+        let mut trees = lock(&svc.trees);
+        let Some(e) = trees
+            .iter_mut()
+            .find(|e| std::ptr::eq(e.tree.as_ptr(), Arc::as_ptr(&core)))
+        else {
+            continue;
+        };
+        e.rng = rng;
         let pause = if share >= 1.0 {
             Duration::ZERO
         } else if matches!(freed, Some(n) if n > 0) {
-            idle = IDLE_MIN;
+            e.idle = IDLE_MIN;
             started.elapsed().mul_f64((1.0 - share) / share)
         } else {
-            let pause = idle;
-            idle = (idle * 2).min(IDLE_MAX);
+            let pause = e.idle;
+            e.idle = (e.idle * 2).min(IDLE_MAX);
             pause
         };
+        e.next = Instant::now() + pause;
+        drop(trees);
+        // Let the tree go before sleeping, so a dropped tree is freed at once.
+        drop(core);
         if pause.is_zero() {
             std::thread::yield_now();
-        } else {
-            std::thread::park_timeout(pause);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Tree};
+    #[test]
+    fn trees_share_one_thread_and_leave_when_dropped() {
+        let trees: Vec<Tree> = (0..50).map(|_| Tree::new()).collect();
+        for t in &trees {
+            assert!(registered(&t.core));
+        }
+        let core = Arc::clone(&trees[0].core);
+        drop(trees);
+        // The service holds only weak references (or a round's, briefly).
+        let start = Instant::now();
+        while Arc::strong_count(&core) > 1 {
+            assert!(start.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_tree_is_left_out_when_the_thread_cannot_be_started() {
+        let svc = Service::default();
+        let t = Tree::with_config(Config {
+            space_manager: false,
+            ..Config::default()
+        })
+        .unwrap();
+        assert!(!register_in(&svc, &t.core, || None));
+        assert!(lock(&svc.trees).is_empty());
+        // The next tree tries again.
+        assert!(register_in(&svc, &t.core, || Some(std::thread::current())));
+        assert_eq!(lock(&svc.trees).len(), 1);
     }
 }

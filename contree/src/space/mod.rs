@@ -9,6 +9,7 @@ pub(crate) use sweep::Room;
 use crate::Tree;
 
 /// A small xorshift generator for the space manager's random picks.
+#[derive(Clone)]
 pub(crate) struct Rng(u64);
 
 impl Rng {
