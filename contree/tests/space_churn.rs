@@ -275,3 +275,58 @@ fn failing_inserts_at_the_budget_are_fast() {
     assert!(per < Duration::from_micros(100), "{per:?} per insert");
     t.check_invariants().unwrap();
 }
+
+/// One `compact` reaches its own fixpoint: packing leaves across parents included.
+#[test]
+fn compact_reaches_its_fixpoint_in_one_call() {
+    // Only empty nodes merge on removal: the leaves keep a few entries each, under many
+    // parents.
+    let t = Tree::with_config(Config {
+        merge_threshold: 0.0,
+        ..config(false)
+    })
+    .unwrap();
+    let mut x = 9u64;
+    let keys: Vec<[u8; 8]> = (0..20_000)
+        .map(|_| xorshift(&mut x).to_be_bytes())
+        .collect();
+    for k in &keys {
+        t.insert(k, &[3u8; 249]).unwrap();
+    }
+    // Keep 2,000 entries spread over the whole tree.
+    for (i, k) in keys.iter().enumerate() {
+        if i % 10 != 0 {
+            t.remove(k);
+        }
+    }
+    t.compact();
+    let after = pages(&t);
+    assert_eq!(t.compact(), 0, "a second call found more to free");
+    let live = compacted_pages(keys.iter().step_by(10).map(|k| (&k[..], &[3u8; 249][..])));
+    assert!(after <= live + 1, "{after} pages, {live} needed");
+    t.check_invariants().unwrap();
+}
+
+/// `compact` never waits for a latch: not even in a one-leaf tree whose only leaf another
+/// thread holds in a long `update_with`.
+#[test]
+fn compact_does_not_wait_for_a_busy_root_leaf() {
+    let t = Tree::with_config(config(false)).unwrap();
+    t.insert(b"k", &[0u8; 8]).unwrap();
+    let inside = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            t.update_with(b"k", |_| {
+                inside.store(true, Ordering::Release);
+                std::thread::sleep(Duration::from_millis(400));
+            });
+        });
+        while !inside.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        let start = Instant::now();
+        t.compact();
+        let took = start.elapsed();
+        assert!(took < Duration::from_millis(200), "compact waited {took:?}");
+    });
+}

@@ -271,8 +271,24 @@ impl TreeCore {
         &self,
         target: Target,
     ) -> Result<(Visit<'_>, Above<'_>), Restart> {
+        self.snapshot_descend(target, &Optimistic {})
+    }
+
+    /// [`optimistic_descend`](Self::optimistic_descend) for work that never waits (merges,
+    /// sweeps): `Restart` at once where a writer holds a node on the way.
+    #[inline]
+    pub(crate) fn nowait_descend(&self, target: Target) -> Result<(Visit<'_>, Above<'_>), Restart> {
+        self.snapshot_descend(target, &OptimisticNoWait {})
+    }
+
+    #[inline]
+    fn snapshot_descend<const WAIT: bool>(
+        &self,
+        target: Target,
+        access: &Snapshot<WAIT>,
+    ) -> Result<(Visit<'_>, Above<'_>), Restart> {
         let mut route = target;
-        let r = self.descend(&mut route, &Optimistic {})?;
+        let r = self.descend(&mut route, access)?;
         Ok((
             Visit {
                 pid: r.pid,

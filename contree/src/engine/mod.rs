@@ -33,7 +33,7 @@ use crate::sync::{Counter, HybridLatch, Restart, StripedCounters};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub(crate) use descent::{Above, Optimistic, OptimisticNoWait, RandomRoute, Target, Visit};
+pub(crate) use descent::{Above, OptimisticNoWait, RandomRoute, Target, Visit};
 
 /// The words every operation reads, on cache lines of their own.
 #[repr(align(128))]

@@ -16,7 +16,7 @@
 //! of any thread retries one of them. So an emptied node is freed even when no later removal
 //! touches it (a queue's consumers keep finding the head leaf's neighbour latched).
 
-use crate::engine::{Above, Optimistic, Target, TreeCore};
+use crate::engine::{Above, OptimisticNoWait, Target, TreeCore};
 use crate::node::{Node, NodeMut};
 use crate::page::PageId;
 use crate::policy::LeafPolicies;
@@ -27,6 +27,9 @@ use std::sync::Mutex;
 /// Deferred merges kept at most; more are dropped (the space manager and `compact` still
 /// reach those nodes).
 const DEFERRED_MAX: usize = 256;
+
+/// The page of a deferred merge whose node is not known (its descent kept restarting).
+const NO_PAGE: PageId = PageId::MAX;
 
 /// Merges that found a latch taken, retried later by any thread (see the module doc).
 #[derive(Default)]
@@ -71,16 +74,25 @@ impl TreeCore {
                     self.defer_merge(key, level, pid);
                     return;
                 }
-                // Restarted again and again: leave it to a later try.
                 Err(Restart) => {}
             }
         }
+        // Restarted again and again (a writer holds a node on the way): try later.
+        self.defer_merge(key, level, NO_PAGE);
     }
 
     fn defer_merge(&self, key: &[u8], level: u16, pid: PageId) {
         let d = &self.deferred;
         let mut list = d.list.lock().unwrap_or_else(|e| e.into_inner());
-        if list.len() < DEFERRED_MAX && !list.iter().any(|e| e.1 == level && e.2 == pid) {
+        let known = |e: &(Vec<u8>, u16, PageId)| {
+            e.1 == level
+                && if pid == NO_PAGE {
+                    e.0 == key
+                } else {
+                    e.2 == pid
+                }
+        };
+        if list.len() < DEFERRED_MAX && !list.iter().any(known) {
             list.push((key.to_vec(), level, pid));
             d.len.store(list.len(), Ordering::Relaxed);
         }
@@ -126,7 +138,7 @@ impl TreeCore {
     }
 
     fn merge_attempt(&self, key: &[u8], level: u16) -> Result<MergeOutcome, Restart> {
-        let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
+        let (here, above) = self.nowait_descend(Target::Key(key, level))?;
         let Above::Parent(parent, pos) = above else {
             // The root: an inner root with a single child is collapsed.
             let single = !here.node.is_leaf() && here.node.count() == 0;
@@ -222,7 +234,7 @@ impl TreeCore {
     /// Replaces an inner root that has no keys by its only child. `Ok(false)` when a latch
     /// was taken (nothing changed).
     pub(crate) fn try_collapse_root(&self) -> Result<bool, Restart> {
-        let (meta, root) = self.root_snapshot::<Optimistic>()?;
+        let (meta, root) = self.root_snapshot::<OptimisticNoWait>()?;
         let Some(_m) = meta.try_upgrade_exclusive()? else {
             return Ok(false);
         };

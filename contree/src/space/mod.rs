@@ -8,6 +8,9 @@ pub(crate) use sweep::Room;
 
 use crate::Tree;
 
+/// Passes of [`Tree::compact`] at most (it stops at the first that frees nothing).
+const MAX_COMPACT_PASSES: usize = 8;
+
 /// A small xorshift generator for the space manager's random picks.
 #[derive(Clone)]
 pub(crate) struct Rng(u64);
@@ -66,6 +69,17 @@ impl Tree {
     /// assert!(after.fill_factor > 0.9);
     /// ```
     pub fn compact(&self) -> usize {
-        self.core.compact_up_to(usize::MAX)
+        // Packing one level can bring nodes of different parents together (the parents are
+        // packed too), so passes repeat until one frees nothing: one call reaches the
+        // fixpoint. Each pass visits every node once; a few passes suffice.
+        let mut freed = 0;
+        for _ in 0..MAX_COMPACT_PASSES {
+            let pass = self.core.compact_up_to(usize::MAX);
+            freed += pass;
+            if pass == 0 {
+                break;
+            }
+        }
+        freed
     }
 }

@@ -3,7 +3,7 @@
 //! `OutOfSpace` error.
 
 use super::Rng;
-use crate::engine::{Optimistic, OptimisticNoWait, RandomRoute, Target, TreeCore, Visit};
+use crate::engine::{OptimisticNoWait, RandomRoute, Target, TreeCore, Visit};
 use crate::smo::xmerge::{Grow, Merged};
 use crate::sync::{Counter, Restart};
 use std::sync::atomic::Ordering;
@@ -89,14 +89,22 @@ impl TreeCore {
         }
     }
 
-    /// The level of the root (0 when it is a leaf).
+    /// The level of the root (0 when it is a leaf). Never waits: 0 when a writer keeps
+    /// the root (a one-leaf tree under a long `update_with`), which leaves nothing to sweep.
     pub(crate) fn optimistic_root_level(&self) -> u16 {
-        self.retry(|| {
-            let (_, root) = self.root_snapshot::<Optimistic>()?;
-            let level = root.node.level();
-            root.guard.validate()?;
-            Ok(level)
-        })
+        for _ in 0..64 {
+            let attempt = || -> Result<u16, Restart> {
+                let (_, root) = self.root_snapshot::<OptimisticNoWait>()?;
+                let level = root.node.level();
+                root.guard.validate()?;
+                Ok(level)
+            };
+            if let Ok(level) = attempt() {
+                return level;
+            }
+            std::thread::yield_now();
+        }
+        0
     }
 
     /// XMerge over the whole tree, leaves first; stops once `want` pages are freed. Returns
@@ -173,7 +181,7 @@ impl TreeCore {
                 return None;
             }
             let attempt = || -> Result<(Visit<'_>, Option<Vec<u8>>, usize), Restart> {
-                let (here, _) = self.optimistic_descend(target)?;
+                let (here, _) = self.nowait_descend(target)?;
                 let lower = here.node.lower_fence()?;
                 let count = here.node.count();
                 here.guard.validate()?;
@@ -253,7 +261,7 @@ impl TreeCore {
         key: &[u8],
         parent_level: u16,
     ) -> Result<(Visit<'_>, usize), Restart> {
-        let (parent, _) = self.optimistic_descend(Target::Key(key, parent_level))?;
+        let (parent, _) = self.nowait_descend(Target::Key(key, parent_level))?;
         let pos = parent.node.lower_bound(key)?.0;
         parent.guard.validate()?;
         Ok((parent, pos))
