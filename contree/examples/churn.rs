@@ -5,7 +5,10 @@
 //!   most 20,000 live, for `seconds` (default 10), with the space manager off and on;
 //! - `window`: one thread inserts key `i` and removes `i - 1000`, 10^6 times, manager off/on;
 //! - `budget`: 800,000 random u64 keys with 8-byte values into a tree with a 16 MiB budget
-//!   and into one without, interleaved 3 times; then the cost of failing inserts.
+//!   and into one without, interleaved 3 times; then the cost of failing inserts;
+//! - `idle`: 10^6 random u64 keys loaded with the space manager on, then the fill factor
+//!   every 500 ms while the tree is left idle for 5 s (the process CPU time says what the
+//!   manager used).
 //!
 //! Bound: pages never exceed twice the pages of a freshly compacted tree holding the live
 //! entries, plus 64.
@@ -185,6 +188,32 @@ fn budget() {
     );
 }
 
+fn idle() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let t = Tree::with_config(config(true)).unwrap();
+    for _ in 0..1_000_000 {
+        let k = xorshift(&mut x);
+        t.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
+    }
+    let cpu = || {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    };
+    let (start, cpu0) = (Instant::now(), cpu());
+    println!("idle: loaded, fill {:.3}", t.stats().fill_factor);
+    while start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(500));
+        println!(
+            "idle: {:.1} s  fill {:.3}  cpu {:.2} s",
+            start.elapsed().as_secs_f64(),
+            t.stats().fill_factor,
+            cpu() - cpu0
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let seconds = args.get(2).map_or(10, |s| s.parse().expect("seconds"));
@@ -192,10 +221,12 @@ fn main() {
         "fifo" => fifo(seconds),
         "window" => window(),
         "budget" => budget(),
+        "idle" => idle(),
         "all" => {
             fifo(seconds);
             window();
             budget();
+            idle();
         }
         other => panic!("unknown scenario {other}"),
     }
