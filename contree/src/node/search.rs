@@ -77,18 +77,20 @@ impl Node {
         }
         let suffix = &key[plen..];
         let head = head_of(suffix);
+        if count == 0 {
+            return Ok((0, false));
+        }
         if leaf {
             // The descent already prefetched the first `DESCENT_PREFETCH` bytes. In a leaf
             // whose slots run past them, start loading the lines of the binary search's first
-            // probes (the middle, then a quarter either side) so that their misses overlap;
-            // straight-line code (a loop over every slot line cost a branch that mispredicted
-            // on ~0.75 of gets). Lines already prefetched cost a prefetch instruction each.
-            self.prefetch_slot(count / 2);
-            self.prefetch_slot(count / 4);
-            self.prefetch_slot(count - count / 4);
-        }
-        if count == 0 {
-            return Ok((0, false));
+            // two probes (see `first_head_at_least`: the first, then the second either way)
+            // so that their misses overlap; straight-line code (a loop over every slot line
+            // cost a branch that mispredicted on ~0.75 of gets). Lines already prefetched
+            // cost a prefetch instruction each.
+            let p = span(count);
+            self.prefetch_slot(count - p);
+            self.prefetch_slot(p / 2);
+            self.prefetch_slot(count - p / 2);
         }
         // Appends (auto-increment keys) go past the last key: decide them with one
         // comparison. On the right edge of the tree nodes have no upper fence and hence no
@@ -132,23 +134,49 @@ impl Node {
 
     /// The first slot in `from..to` whose head is `>= head` (branch-free binary search);
     /// `to` is at most a value `count()` returned.
+    ///
+    /// The first probe leaves a power of two of candidates, `span(to - from)`; every later
+    /// probe halves them, two probes per trip of the loop. So the loop's trip count depends
+    /// only on the bit length of `to - from` (nodes of one level mostly share it), and it is
+    /// short enough for its exit to predict.
     #[inline]
     fn first_head_at_least(&self, head: u32, from: usize, to: usize) -> usize {
         if from >= to {
             return to;
         }
-        let mut base = from;
-        let mut n = to - from;
-        while n > 1 {
-            let half = n / 2;
-            // SAFETY: `base + half < to <= count`.
-            let h = unsafe { self.slot_head(base + half) };
+        let n = to - from;
+        // Candidates are `base..=base + left` (`to` stands for "none"): slots before `base`
+        // hold smaller heads. A probe at `base + step` with `step <= left - step` keeps that:
+        // either the answer lies above the probe (`base` moves there, `left - step` remain)
+        // or at or below it (`step <= left - step` remain above `base`).
+        let p = span(n);
+        let probe = |base: usize, step: usize| {
+            // SAFETY: `base + step <= base + left - 1 < to <= count`: the invariant keeps
+            // `base + left <= to`, and every step is below `left` (for `n == 1`, `p == 1`
+            // and the first step is 0).
+            let h = unsafe { self.slot_head(base + step) };
             // A data-dependent choice the CPU cannot predict: a conditional move, not a
             // branch.
-            base = std::hint::select_unpredictable(h < head, base + half, base);
-            n -= half;
+            std::hint::select_unpredictable(h < head, base + step, base)
+        };
+        let mut base = probe(from, n - p);
+        let mut half = p / 2;
+        while half >= 2 {
+            base = probe(base, half);
+            base = probe(base, half / 2);
+            half /= 4;
         }
-        // SAFETY: `base < to <= count`.
+        if half == 1 {
+            base = probe(base, 1);
+        }
+        // SAFETY: one candidate is left: `base < to <= count`.
         base + (unsafe { self.slot_head(base) } < head) as usize
     }
+}
+
+/// The largest power of two below `n`, or 1 for `n <= 2`: the candidates that the first
+/// probe of [`Node::first_head_at_least`] over `n` slots leaves.
+#[inline(always)]
+fn span(n: usize) -> usize {
+    1 << (usize::BITS - 1 - ((n.wrapping_sub(1)) | 1).leading_zeros())
 }
