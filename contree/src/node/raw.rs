@@ -83,6 +83,16 @@ impl RawPage {
         u32::from_ne_bytes(unsafe { self.load::<4>(off) })
     }
 
+    /// The `N` bytes at `off`, copied out (no run-time check: this sits on the search path).
+    ///
+    /// # Safety
+    /// `off + N <= size`.
+    #[inline]
+    pub(crate) unsafe fn array_at<const N: usize>(&self, off: usize) -> [u8; N] {
+        // SAFETY: the caller's contract.
+        unsafe { self.load::<N>(off) }
+    }
+
     /// The byte at `off`, bounds-checked.
     #[inline]
     pub(crate) fn u8_at(&self, off: usize) -> Result<u8, Restart> {
@@ -379,7 +389,7 @@ unsafe fn store<const N: usize>(dst: *mut u8, w: [u8; N]) {
 /// Two overlapping loads instead of a byte loop: the second load puts the last bytes in
 /// place, and the bytes both loads cover are the same.
 #[inline]
-fn be_word(s: &[u8]) -> u64 {
+pub(crate) fn be_word(s: &[u8]) -> u64 {
     let n = s.len();
     debug_assert!(n <= 8);
     let shift = 8 * (8 - n as u32) % 64;

@@ -1,18 +1,45 @@
 //! Search inside one node: heads first, whole suffixes only inside a run of equal heads.
 //! Safe to run optimistically (see the module doc of `node`).
 
+use super::raw::be_word;
 use super::{head_of, Node, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN};
 use crate::sync::Restart;
 use std::cmp::Ordering;
 
 impl Node {
-    /// Compares the suffix of entry `i` with `suffix` whose head is `head`.
-    #[inline]
-    fn cmp_entry(&self, i: usize, head: u32, suffix: &[u8]) -> Result<Ordering, Restart> {
+    /// Compares the suffix of entry `i` with `suffix` whose head is `head`; `rest` is
+    /// `rest_word(suffix)`.
+    #[inline(always)]
+    fn cmp_entry(
+        &self,
+        i: usize,
+        head: u32,
+        suffix: &[u8],
+        rest: Option<u64>,
+    ) -> Result<Ordering, Restart> {
         // SAFETY: callers pass `i` below the count read in `lower_bound`.
         let h = unsafe { self.slot_head(i) };
         if h != head {
             return Ok(h.cmp(&head));
+        }
+        // SAFETY: as above.
+        let off = unsafe { self.slot_offset(i) };
+        if let Some(kw) = rest {
+            if off + 5 <= self.page.size() {
+                // Short suffixes (integer keys): the entry's one-byte length header and the
+                // four bytes after it, which hold its suffix beyond the head (at most three
+                // bytes) and then other bytes, masked off.
+                // SAFETY: `off + 5 <= size`, checked above.
+                let [b, r @ ..] = unsafe { self.page.array_at::<5>(off) };
+                if b < 0x80 {
+                    let len = (b >> 4) as usize;
+                    let keep = !(u64::MAX >> (8 * len.saturating_sub(4)));
+                    let w = ((u32::from_be_bytes(r) as u64) << 32) & keep;
+                    // Equal heads: the words beyond the heads (zero for a suffix of four
+                    // bytes or fewer), then the lengths, order the suffixes.
+                    return Ok((w, len).cmp(&(kw, suffix.len())));
+                }
+            }
         }
         let e = self.entry(i)?;
         if e.suffix_len < 4 || suffix.len() < 4 {
@@ -99,7 +126,7 @@ impl Node {
         // Only the rightmost node of a level (no upper fence) receives them; elsewhere the
         // check would cost a comparison at every level of every descent.
         if APPEND && !self.has_upper_fence() {
-            match self.cmp_entry(count - 1, head, suffix)? {
+            match self.cmp_entry(count - 1, head, suffix, rest_word(suffix))? {
                 Ordering::Less => return Ok((count, false)),
                 Ordering::Equal => return Ok((count - 1, true)),
                 Ordering::Greater => {}
@@ -121,9 +148,10 @@ impl Node {
             self.first_head_at_least(head + 1, lo + 1, count)
         };
         // Inside the run, compare whole suffixes.
+        let rest = rest_word(suffix);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.cmp_entry(mid, head, suffix)? {
+            match self.cmp_entry(mid, head, suffix, rest)? {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok((mid, true)),
@@ -172,6 +200,13 @@ impl Node {
         // SAFETY: one candidate is left: `base < to <= count`.
         base + (unsafe { self.slot_head(base) } < head) as usize
     }
+}
+
+/// For a key suffix of at most 8 bytes, its bytes beyond the head as a left-aligned
+/// big-endian word (see [`Node::cmp_entry`]); `None` for a longer one.
+#[inline]
+fn rest_word(suffix: &[u8]) -> Option<u64> {
+    (suffix.len() <= 8).then(|| be_word(&suffix[suffix.len().min(4)..]))
 }
 
 /// The largest power of two below `n`, or 1 for `n <= 2`: the candidates that the first
