@@ -19,7 +19,7 @@
 //! last one (or its upgrade does).
 
 use super::TreeCore;
-use crate::node::{Node, OwnerToken, DESCENT_PREFETCH};
+use crate::node::{Node, OwnerToken};
 use crate::page::PageId;
 use crate::sync::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 
@@ -242,7 +242,7 @@ impl TreeCore {
                 if A::PREFETCH_LEAF && level == 0 {
                     // The child is a leaf, most likely not in cache: start loading its
                     // header and slots together instead of one miss after another.
-                    node.prefetch(0, DESCENT_PREFETCH);
+                    node.prefetch_head();
                 }
                 let guard = access.enter(latch, &here.guard)?;
                 if node.level() != level {
@@ -318,26 +318,32 @@ impl TreeCore {
             return Ok((node, guard));
         }
         let mut pos = node.point_search::<false>(key)?.0;
-        loop {
+        // Inner levels above the leaves' parents: the loop's trip count is the tree's height
+        // less two, the same for every read, so its branch predicts.
+        while level > 1 {
             let child = node.child(pos)?;
             let (next, latch) = self.page(child)?;
-            if level == 1 {
-                next.prefetch(0, DESCENT_PREFETCH);
-            }
             let next_guard = latch.optimistic();
             guard.validate()?;
             (node, guard) = (next, next_guard);
-            let l = node.level();
-            if l != level - 1 {
+            level -= 1;
+            if node.level() != level {
                 // The child changed since its id was read, or the read was torn.
                 return Err(Restart);
             }
-            level = l;
-            if level == 0 {
-                return Ok((node, guard));
-            }
             pos = node.point_search::<false>(key)?.0;
         }
+        // The leaves' parent: the step to the leaf, peeled out of the loop so that the
+        // leaf's prefetch is no branch of its own.
+        let child = node.child(pos)?;
+        let (leaf, latch) = self.page(child)?;
+        leaf.prefetch_head();
+        let leaf_guard = latch.optimistic();
+        guard.validate()?;
+        if leaf.level() != 0 {
+            return Err(Restart);
+        }
+        Ok((leaf, leaf_guard))
     }
 
     /// Descends to the leaf that holds `key` and latches it exclusively (waiting for it).

@@ -73,6 +73,9 @@ pub(crate) const SLOT: usize = 6;
 /// Bytes at the start of a leaf that the descent prefetches as soon as it knows the leaf's
 /// page, before it reads the leaf's header: header and the first ~160 slots.
 pub(crate) const DESCENT_PREFETCH: usize = 1024;
+// Every page of a tree holds the whole prefetched head (`RawPage::prefetch_head` falls back to
+// a clamped loop for smaller pages, which only tests make).
+const _: () = assert!(DESCENT_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// Bytes of the policy area in the header.
 pub(crate) const POLICY_AREA: usize = 12;
 
@@ -398,10 +401,17 @@ impl Node {
         (unsafe { self.page.u16_at(HEADER + i * SLOT + 4) }) as usize
     }
 
-    /// Starts loading bytes `from..to` of the page into the cache.
-    #[inline]
-    pub(crate) fn prefetch(&self, from: usize, to: usize) {
-        self.page.prefetch(from, to);
+    /// Starts loading the first [`DESCENT_PREFETCH`] bytes of the page (header and first
+    /// slots) into the cache, in straight-line code.
+    #[inline(always)]
+    pub(crate) fn prefetch_head(&self) {
+        self.page.prefetch_head::<DESCENT_PREFETCH>();
+    }
+
+    /// Starts loading the cache line that holds slot `i` (clamped to the page); no branch.
+    #[inline(always)]
+    fn prefetch_slot(&self, i: usize) {
+        self.page.prefetch_at(HEADER + i * SLOT);
     }
 
     /// Decodes the length header at `off`: (suffix length, value length, header bytes).

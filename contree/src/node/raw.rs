@@ -83,6 +83,16 @@ impl RawPage {
         u32::from_ne_bytes(unsafe { self.load::<4>(off) })
     }
 
+    /// The `N` bytes at `off`, copied out (no run-time check: this sits on the search path).
+    ///
+    /// # Safety
+    /// `off + N <= size`.
+    #[inline]
+    pub(crate) unsafe fn array_at<const N: usize>(&self, off: usize) -> [u8; N] {
+        // SAFETY: the caller's contract.
+        unsafe { self.load::<N>(off) }
+    }
+
     /// The byte at `off`, bounds-checked.
     #[inline]
     pub(crate) fn u8_at(&self, off: usize) -> Result<u8, Restart> {
@@ -265,6 +275,44 @@ impl RawPage {
         Ok(len.cmp(&other.len()))
     }
 
+    /// Asks the CPU to start loading the first `N` bytes of the page, as
+    /// [`prefetch`](Self::prefetch) does, in straight-line code: the loop has a constant trip
+    /// count and unrolls, so the descent pays no loop branch. Pages of a tree are at least
+    /// `MIN_PAGE_SIZE` bytes, larger than any `N` the descent asks for, so the bounds branch
+    /// always goes the same way; a smaller page falls back to the clamped loop.
+    #[inline(always)]
+    pub(crate) fn prefetch_head<const N: usize>(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if N > self.size {
+                self.prefetch(0, N);
+                return;
+            }
+            let mut off = 0;
+            while off < N {
+                // SAFETY: `off < N <= size`, so the address lies inside the page; a prefetch
+                // never faults and has no visible effect.
+                unsafe { prefetch_line(self.ptr.add(off)) };
+                off += 128;
+            }
+        }
+    }
+
+    /// Asks the CPU to start loading the cache line that holds byte `off` (clamped to the
+    /// page): no branch.
+    #[inline(always)]
+    pub(crate) fn prefetch_at(&self, off: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let off = off.min(self.size - 1);
+            // SAFETY: `off < size` (clamped; pages are never empty), so the address lies
+            // inside the page; a prefetch never faults and has no visible effect.
+            unsafe { prefetch_line(self.ptr.add(off)) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = off;
+    }
+
     /// Asks the CPU to start loading bytes `from..to` of the page (every other cache line:
     /// the adjacent-line prefetcher brings the other half of each 128-byte pair).
     #[inline]
@@ -275,11 +323,7 @@ impl RawPage {
             while off < to.min(self.size) {
                 // SAFETY: `off < size`, so the address lies inside the page; a prefetch never
                 // faults and has no visible effect.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                        self.ptr.add(off) as *const i8,
-                    );
-                }
+                unsafe { prefetch_line(self.ptr.add(off)) };
                 off += 128;
             }
         }
@@ -317,6 +361,20 @@ impl RawPage {
     }
 }
 
+/// Asks the CPU to start loading the cache line at `p`.
+///
+/// # Safety
+/// `p` lies inside a mapped page (a prefetch never faults, but the address is formed with
+/// `add`, which must stay inside the allocation).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn prefetch_line(p: *const u8) {
+    // SAFETY: a prefetch has no visible effect and never faults; `p` is the caller's.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+}
+
 /// Stores `N` bytes at `dst` (see [`RawPage::copy_out`]).
 ///
 /// # Safety
@@ -331,7 +389,7 @@ unsafe fn store<const N: usize>(dst: *mut u8, w: [u8; N]) {
 /// Two overlapping loads instead of a byte loop: the second load puts the last bytes in
 /// place, and the bytes both loads cover are the same.
 #[inline]
-fn be_word(s: &[u8]) -> u64 {
+pub(crate) fn be_word(s: &[u8]) -> u64 {
     let n = s.len();
     debug_assert!(n <= 8);
     let shift = 8 * (8 - n as u32) % 64;
@@ -383,6 +441,22 @@ mod tests {
                     "{len} {olen} {off}"
                 );
             }
+        }
+    }
+
+    /// The prefetches form addresses inside the page only, whatever the page size (Miri
+    /// checks the pointer arithmetic).
+    #[test]
+    fn prefetches_stay_in_page() {
+        for size in [64usize, 1000, 2048] {
+            let mut page = vec![0u8; size];
+            // SAFETY: `page` outlives the view and nothing else accesses it meanwhile.
+            let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
+            raw.prefetch_head::<1024>();
+            raw.prefetch_at(0);
+            raw.prefetch_at(size);
+            raw.prefetch_at(usize::MAX / 2);
+            raw.prefetch(512, 4096);
         }
     }
 

@@ -46,6 +46,50 @@ fn search_finds_inserted_keys_in_order() {
     assert_eq!(n.lower_bound(b"zzzzzzzzz").unwrap(), (8, false));
 }
 
+/// Every search agrees with a linear scan at every node size (the binary search's probe
+/// pattern depends on the count's bit length), over runs of equal heads and between keys.
+#[test]
+fn searches_match_a_linear_scan_at_every_count() {
+    let max = if cfg!(miri) { 40 } else { 700 };
+    let mut p = Scratch::new(16384);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    // Runs of three keys with one head: (2 * (j / 3)) as 4 big-endian bytes, then j % 3.
+    let key = |j: u32| {
+        let mut k = (2 * (j / 3)).to_be_bytes().to_vec();
+        k.push((j % 3) as u8 * 2);
+        k
+    };
+    let mut all: Vec<Vec<u8>> = Vec::new();
+    for j in 0..max {
+        let mut probes: Vec<Vec<u8>> = all.clone();
+        for k in &all {
+            let mut below = k.clone();
+            *below.last_mut().unwrap() += 1;
+            probes.push(below);
+            probes.push(k[..4].to_vec());
+            let mut above = k[..4].to_vec();
+            above[3] += 1;
+            probes.push(above);
+        }
+        probes.push(vec![]);
+        probes.push(vec![0xFF; 6]);
+        for q in &probes {
+            let want = all.partition_point(|k| k < q);
+            let found = all.get(want) == Some(q);
+            assert_eq!(n.lower_bound(q).unwrap(), (want, found), "{j} {q:?}");
+            assert_eq!(
+                n.point_search::<true>(q).unwrap(),
+                (want, found),
+                "{j} {q:?}"
+            );
+        }
+        let k = key(j);
+        assert!(insert(&mut n, &k, &[1]));
+        all.push(k);
+    }
+}
+
 #[test]
 fn insert_until_full_then_remove_and_compact() {
     let mut p = Scratch::new(4096);
