@@ -197,7 +197,12 @@ fn idle() {
     }
     let cpu = || {
         let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let f: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
         let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
         (ticks(11) + ticks(12)) / 100.0
     };
