@@ -14,13 +14,11 @@
 //! entries, plus 64.
 
 use contree::{Config, Error, Tree};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-fn pages(t: &Tree) -> usize {
-    let s = t.stats();
-    s.leaf_pages + s.inner_pages
-}
+#[path = "support/fifo.rs"]
+mod fifo;
+use fifo::{pages, run_fifo};
 
 fn config(space_manager: bool) -> Config {
     Config {
@@ -44,46 +42,17 @@ fn fifo(seconds: u64) {
     let bound = 2 * needed(cap as u64) + 64;
     for manager in [false, true] {
         let t = Tree::with_config(config(manager)).unwrap();
-        let next = AtomicU64::new(0);
-        let removed = AtomicU64::new(0);
-        let stop = AtomicBool::new(false);
-        let most = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    while !stop.load(Ordering::Relaxed) {
-                        if t.len() >= cap {
-                            std::thread::yield_now();
-                            continue;
-                        }
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        t.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
-                    }
-                });
-            }
-            for _ in 0..2 {
-                s.spawn(|| {
-                    while !stop.load(Ordering::Relaxed) {
-                        if let Some((k, _)) = t.first() {
-                            if t.remove(&k).is_some() {
-                                removed.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
-                });
-            }
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(seconds) {
-                std::thread::sleep(Duration::from_millis(100));
-                most.fetch_max(pages(&t), Ordering::Relaxed);
-            }
-            stop.store(true, Ordering::Relaxed);
-        });
-        let most = most.load(Ordering::Relaxed);
+        let f = run_fifo(
+            &t,
+            Duration::from_secs(seconds),
+            cap,
+            Duration::from_millis(100),
+        );
+        let most = f.most_pages;
         println!(
             "fifo manager={manager} {seconds}s: inserted {} removed {} live {}  most pages {most}  end pages {}  bound {bound}  {}",
-            next.load(Ordering::Relaxed),
-            removed.load(Ordering::Relaxed),
+            f.inserted,
+            f.removed,
             t.len(),
             pages(&t),
             if most <= bound { "ok" } else { "OVER" }

@@ -5,7 +5,7 @@
 
 use contree::{Config, Error, Tree};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 fn config(space_manager: bool) -> Config {
@@ -15,10 +15,9 @@ fn config(space_manager: bool) -> Config {
     }
 }
 
-fn pages(t: &Tree) -> usize {
-    let s = t.stats();
-    s.leaf_pages + s.inner_pages
-}
+#[path = "../examples/support/fifo.rs"]
+mod fifo;
+use fifo::{pages, run_fifo};
 
 /// Pages a fresh tree holding `entries`, compacted, needs.
 fn compacted_pages<'a>(entries: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> usize {
@@ -138,56 +137,22 @@ fn a_sliding_window_runs_in_bounded_memory() {
     }
 }
 
-/// 4 producers append increasing keys, 2 consumers remove from the head, at most `cap`
-/// entries live; returns the most pages seen.
-fn fifo_queue(space_manager: bool, run: Duration, cap: usize) -> usize {
-    let t = Tree::with_config(config(space_manager)).unwrap();
-    let next = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-    let most = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    if t.len() >= cap {
-                        std::thread::yield_now();
-                        continue;
-                    }
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    t.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
-                }
-            });
-        }
-        for _ in 0..2 {
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    match t.first() {
-                        Some((k, _)) => {
-                            t.remove(&k);
-                        }
-                        None => std::thread::yield_now(),
-                    }
-                }
-            });
-        }
-        let start = Instant::now();
-        while start.elapsed() < run {
-            std::thread::sleep(Duration::from_millis(50));
-            most.fetch_max(pages(&t), Ordering::Relaxed);
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
-    t.check_invariants().unwrap();
-    most.load(Ordering::Relaxed)
-}
-
 #[test]
 fn a_fifo_queue_runs_in_bounded_memory() {
     let cap = 20_000;
     let keys = u64_keys(cap);
     let live = compacted_pages(keys.iter().map(|k| (&k[..], &[0u8; 8][..])));
     for manager in [false, true] {
-        let most = fifo_queue(manager, Duration::from_millis(1500), cap);
+        let t = Tree::with_config(config(manager)).unwrap();
+        let f = run_fifo(
+            &t,
+            Duration::from_millis(1500),
+            cap,
+            Duration::from_millis(50),
+        );
+        assert!(f.inserted > cap as u64 && f.removed > 0, "the queue ran");
+        let most = f.most_pages;
+        t.check_invariants().unwrap();
         assert!(
             most <= bound(live),
             "space manager {manager}: {most} pages for at most {cap} entries ({live} needed)"

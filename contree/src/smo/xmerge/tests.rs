@@ -34,6 +34,17 @@ fn fill_random(t: &Tree, n: usize, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
     oracle
 }
 
+/// Appends keys `0..n` with 8-byte values (every leaf ends up full); returns the oracle.
+fn fill_appends(t: &Tree, n: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut oracle = BTreeMap::new();
+    for i in 0..n {
+        let k = i.to_be_bytes().to_vec();
+        t.insert(&k, b"12345678").unwrap();
+        oracle.insert(k, b"12345678".to_vec());
+    }
+    oracle
+}
+
 fn assert_same(t: &Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
     t.check_invariants().unwrap();
     let got: Vec<_> = t
@@ -74,12 +85,7 @@ fn compact_packs_random_leaves_and_keeps_every_entry() {
 fn a_group_of_full_leaves_frees_nothing_and_changes_nothing() {
     let t = tree(Config::default());
     // Appends leave every leaf full.
-    let mut oracle = BTreeMap::new();
-    for i in 0u64..20_000 {
-        let k = i.to_be_bytes().to_vec();
-        t.insert(&k, b"12345678").unwrap();
-        oracle.insert(k, b"12345678".to_vec());
-    }
+    let oracle = fill_appends(&t, 20_000);
     let leaf = t.leaf_page_of(&100u64.to_be_bytes());
     let parent = leaf_parent(&t, &100u64.to_be_bytes());
     let version = t.core.page(parent.pid).unwrap().1.version();
@@ -262,12 +268,7 @@ fn plan_needs_fewer_nodes_or_gives_up() {
 fn spreading_gives_a_full_leaf_room_from_its_neighbours() {
     let t = tree(Config::default());
     // Appends fill every leaf; then make room in the neighbours of one of them.
-    let mut oracle = BTreeMap::new();
-    for i in 0u64..20_000 {
-        let k = i.to_be_bytes().to_vec();
-        t.insert(&k, b"12345678").unwrap();
-        oracle.insert(k, b"12345678".to_vec());
-    }
+    let mut oracle = fill_appends(&t, 20_000);
     let probe = 3000u64.to_be_bytes();
     let leaf = t.leaf_page_of(&probe);
     for i in (0u64..20_000).step_by(3) {
