@@ -87,11 +87,19 @@ pub fn live_bytes() -> isize {
     LIVE.iter().map(|s| s.0.load(Relaxed)).sum()
 }
 
-/// Whether the counting allocator is installed (an allocation moves the counter).
+/// Whether the counting allocator is installed (an allocation moves the counter). Decided
+/// once per process: another thread freeing memory between the two reads of a probe could
+/// hide the probe's allocation, so up to three probes are tried and one that shows it is
+/// enough (without the allocator the counter never moves, so no probe can show it falsely).
 pub fn is_counting() -> bool {
-    let before = live_bytes();
-    let probe = std::hint::black_box(vec![0u8; 1 << 16]);
-    let during = live_bytes();
-    drop(probe);
-    during - before >= 1 << 16
+    static COUNTING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COUNTING.get_or_init(|| {
+        (0..3).any(|_| {
+            let before = live_bytes();
+            let probe = std::hint::black_box(vec![0u8; 1 << 16]);
+            let during = live_bytes();
+            drop(probe);
+            during - before >= 1 << 16
+        })
+    })
 }

@@ -38,6 +38,16 @@ impl Default for Tree {
     }
 }
 
+impl Drop for Tree {
+    /// Frees the tree's memory before returning: the space manager lets go of the tree
+    /// first (waiting for a round in progress on it, which is short).
+    fn drop(&mut self) {
+        if self.core.config().space_manager {
+            crate::space::manager::release(&self.core);
+        }
+    }
+}
+
 impl std::fmt::Debug for Tree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tree")

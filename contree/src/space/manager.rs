@@ -17,9 +17,10 @@
 //! pause (a stress-test setting). The thread runs the tree whose turn comes first and sleeps
 //! until the next turn; it never spins.
 //!
-//! **Sharing.** The service holds a weak reference to each tree's shared state: a dropped
-//! tree leaves the list at the thread's next look, and a round in progress keeps the state
-//! alive until it ends. A round takes the tree's `space_gate`, so `stats` and
+//! **Sharing.** The service holds a weak reference to each tree's shared state. Dropping a
+//! [`Tree`](crate::Tree) takes it off the list and waits for a round in progress (rounds are
+//! short and never wait for a latch), so the tree's memory is freed by the dropping thread,
+//! before `drop` returns, never later by the service thread. A round takes the tree's `space_gate`, so `stats` and
 //! `check_invariants` see no change from it. The thread is started by the first tree that
 //! asks for it; if it cannot be started, that tree runs without it (merges, the reclaim at
 //! the budget and [`Tree::compact`](crate::Tree::compact) still free space) and the next tree
@@ -54,6 +55,9 @@ struct Entry {
 struct Service {
     trees: Mutex<Vec<Entry>>,
     thread: Mutex<Option<Thread>>,
+    /// Held by the thread from taking a strong reference to a tree until it lets it go, so
+    /// that [`release`] can wait for the end of a round.
+    round: Mutex<()>,
 }
 
 fn service() -> &'static Service {
@@ -103,6 +107,20 @@ fn register_in(
     true
 }
 
+/// Takes `core` out of the service's care and waits until the thread holds no strong
+/// reference to it (the end of a round in progress), so that dropping the caller's reference
+/// afterwards frees the tree at once.
+pub(crate) fn release(core: &TreeCore) {
+    release_in(service(), core);
+}
+
+fn release_in(svc: &Service, core: &TreeCore) {
+    lock(&svc.trees).retain(|e| !std::ptr::eq(e.tree.as_ptr(), core));
+    // The thread takes a strong reference only under `trees` and `round` and lets it go
+    // before it unlocks `round`: once the entry is gone, passing through `round` is enough.
+    drop(lock(&svc.round));
+}
+
 /// Trees in the service's care (tests).
 #[cfg(test)]
 pub(crate) fn registered(core: &Arc<TreeCore>) -> bool {
@@ -128,6 +146,7 @@ fn round(core: &TreeCore, rng: &mut Rng) -> Option<usize> {
 
 fn run(svc: &Service) {
     loop {
+        let round_lock = lock(&svc.round);
         // The tree whose turn comes first; dropped trees leave the list.
         let due = {
             let mut trees = lock(&svc.trees);
@@ -138,11 +157,13 @@ fn run(svc: &Service) {
                 Some(e) => {
                     let wait = e.next - now;
                     drop(trees);
+                    drop(round_lock);
                     std::thread::park_timeout(wait);
                     continue;
                 }
                 None => {
                     drop(trees);
+                    drop(round_lock);
                     std::thread::park_timeout(IDLE_MAX);
                     continue;
                 }
@@ -174,8 +195,9 @@ fn run(svc: &Service) {
         };
         e.next = Instant::now() + pause;
         drop(trees);
-        // Let the tree go before sleeping, so a dropped tree is freed at once.
+        // Let the tree go before `round`, which a dropping tree waits for.
         drop(core);
+        drop(round_lock);
         if pause.is_zero() {
             std::thread::yield_now();
         }
@@ -199,6 +221,27 @@ mod tests {
         while Arc::strong_count(&core) > 1 {
             assert!(start.elapsed() < Duration::from_secs(5));
             std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_dropped_tree_is_freed_before_drop_returns() {
+        // With no pause between rounds the thread nearly always holds a tree; the drop must
+        // still free it (else its memory would be freed later, by the service thread).
+        let config = Config {
+            space_manager_share: 1.0,
+            fill_target: 1.0,
+            ..Config::default()
+        };
+        for _ in 0..200 {
+            let t = Tree::with_config(config.clone()).unwrap();
+            for i in 0..2_000u64 {
+                t.insert(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes(), b"v")
+                    .unwrap();
+            }
+            let weak = Arc::downgrade(&t.core);
+            drop(t);
+            assert_eq!(weak.strong_count(), 0, "the service still held the tree");
         }
     }
 
