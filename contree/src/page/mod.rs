@@ -4,7 +4,11 @@
 //! pointer to it, never by copying.
 //!
 //! **Memory.** Pages live in segments of `SEGMENT_PAGES` pages, mapped one at a time as
-//! pages are handed out and never returned to the system while the pool lives. The
+//! pages are handed out and never unmapped while the pool lives. The first segments are
+//! smaller (1, 2, 4, 8 and 16 pages; the ids past their end are never handed out), so an
+//! empty tree holds one page, not a whole segment. Each directory entry carries the
+//! segment's page mask in the low bits of its (page-aligned) address: translation masks the
+//! page index with it, so any id, even a garbage one, lands inside its segment. The
 //! directory has two levels that both grow with the pool: a fixed table of 28 chunk
 //! pointers inside the pool, where chunk `j` holds the pointers of the `2^j` segments
 //! `2^j - 1 .. 2^(j+1) - 1` (the chunk number is the position of the highest bit of
@@ -35,6 +39,8 @@ pub(crate) type PageId = u32;
 
 const SEGMENT_SHIFT: u32 = 5;
 const SEGMENT_PAGES: usize = 1 << SEGMENT_SHIFT;
+/// Segments below this one are smaller: segment `s` holds `2^s` pages.
+const SMALL_SEGMENTS: usize = SEGMENT_SHIFT as usize;
 /// Chunks of the directory: chunk `j` holds `2^j` segment pointers, so 28 of them cover the
 /// segments of every `u32` id.
 const CHUNKS: usize = 28;
@@ -52,6 +58,20 @@ fn locate(seg: usize) -> (usize, usize) {
     let i = seg + 1;
     let j = (usize::BITS - 1 - i.leading_zeros()) as usize;
     (j, i - (1 << j))
+}
+
+/// Pages of segment `seg`.
+#[inline]
+fn segment_pages(seg: usize) -> usize {
+    if seg < SMALL_SEGMENTS {
+        1 << seg
+    } else {
+        SEGMENT_PAGES
+    }
+}
+
+fn segment_layout(page_size: usize, seg: usize) -> Layout {
+    Layout::from_size_align(segment_pages(seg) * page_size, PAGE_ALIGN).expect("segment layout")
 }
 
 fn chunk_layout(j: usize) -> Layout {
@@ -94,10 +114,6 @@ impl PagePool {
         })
     }
 
-    fn segment_layout(&self) -> Layout {
-        Layout::from_size_align(SEGMENT_PAGES * self.page_size, PAGE_ALIGN).expect("segment layout")
-    }
-
     /// The address of the directory, for [`Directory`].
     fn directory(self: &Arc<Self>) -> Directory {
         Directory {
@@ -134,6 +150,10 @@ impl PagePool {
                 return Err(Exhausted);
             }
             st.next_fresh += 1;
+            // A small segment ends early: the next fresh id starts the next segment.
+            if st.next_fresh % SEGMENT_PAGES == segment_pages(pid >> SEGMENT_SHIFT) {
+                st.next_fresh = st.next_fresh.next_multiple_of(SEGMENT_PAGES);
+            }
             out.push(pid as PageId);
         }
         self.in_use.fetch_add(n, Ordering::Relaxed);
@@ -146,7 +166,8 @@ impl PagePool {
         if first >= MAX_PAGES {
             return Err(Exhausted);
         }
-        let (j, o) = locate(first >> SEGMENT_SHIFT);
+        let seg = first >> SEGMENT_SHIFT;
+        let (j, o) = locate(seg);
         let mut chunk = self.chunks[j].load(Ordering::Acquire);
         if chunk.is_null() {
             // SAFETY: the layout has a non-zero size (at least one pointer).
@@ -158,13 +179,16 @@ impl PagePool {
             self.chunks[j].store(chunk, Ordering::Release);
         }
         // SAFETY: the layout has a non-zero size (page_size >= 4096).
-        let mem = unsafe { alloc_zeroed(self.segment_layout()) };
+        let mem = unsafe { alloc_zeroed(segment_layout(self.page_size, seg)) };
         if mem.is_null() {
             return Err(Exhausted);
         }
+        // The entry: the address with the segment's page mask in its low bits (free: the
+        // address is `PAGE_ALIGN`-aligned and the mask is below `SEGMENT_PAGES`).
+        let entry = mem.map_addr(|a| a | (segment_pages(seg) - 1));
         // SAFETY: the chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives as long
         // as the pool.
-        unsafe { (*chunk.add(o)).store(mem, Ordering::Release) };
+        unsafe { (*chunk.add(o)).store(entry, Ordering::Release) };
         Ok(())
     }
 
@@ -180,7 +204,7 @@ impl PagePool {
 
 impl Drop for PagePool {
     fn drop(&mut self) {
-        let layout = self.segment_layout();
+        let page_size = self.page_size;
         for (j, chunk) in self.chunks.iter_mut().enumerate() {
             let chunk = *chunk.get_mut();
             if chunk.is_null() {
@@ -188,11 +212,13 @@ impl Drop for PagePool {
             }
             for o in 0..1usize << j {
                 // SAFETY: the chunk holds `2^j` entries; no tree uses the pool any more.
-                let mem = unsafe { (*chunk.add(o)).load(Ordering::Relaxed) };
-                if !mem.is_null() {
-                    // SAFETY: `mem` was allocated with this layout in `map_segment` and is
-                    // freed once, here.
-                    unsafe { dealloc(mem, layout) };
+                let entry = unsafe { (*chunk.add(o)).load(Ordering::Relaxed) };
+                if !entry.is_null() {
+                    let seg = (1 << j) - 1 + o;
+                    let mem = entry.map_addr(|a| a & !(SEGMENT_PAGES - 1));
+                    // SAFETY: `mem` was allocated with this segment's layout in
+                    // `map_segment` and is freed once, here.
+                    unsafe { dealloc(mem, segment_layout(page_size, seg)) };
                 }
             }
             // SAFETY: allocated with this layout in `map_segment`, freed once, here.
@@ -235,12 +261,15 @@ impl Directory {
         }
         // SAFETY: chunk `j` holds `2^j` entries and `o < 2^j`; chunks live as long as the
         // pool.
-        let base = unsafe { (*chunk.add(o)).load(Ordering::Acquire) };
-        if base.is_null() {
+        let entry = unsafe { (*chunk.add(o)).load(Ordering::Acquire) };
+        if entry.is_null() {
             return Err(Restart);
         }
-        // SAFETY: a segment holds `SEGMENT_PAGES` pages and the index is masked below that.
-        Ok(unsafe { base.add((pid as usize & (SEGMENT_PAGES - 1)) * self.page_size) })
+        let mask = entry.addr() & (SEGMENT_PAGES - 1);
+        let base = entry.map_addr(|a| a & !(SEGMENT_PAGES - 1));
+        // SAFETY: the segment holds `mask + 1` pages (`map_segment`) and the index is masked
+        // with `mask`.
+        Ok(unsafe { base.add((pid as usize & mask) * self.page_size) })
     }
 }
 
@@ -277,15 +306,33 @@ mod tests {
                 .count()
         };
         assert_eq!(chunks(&a), 0);
-        a.allocate(1).unwrap();
+        assert_eq!(a.allocate(1).unwrap(), vec![0]);
         assert_eq!(chunks(&a), 1);
-        // 8 segments: chunks 0 (1 segment), 1 (2), 2 (4) and 3 (8, one used).
-        let ids = a.allocate(7 * SEGMENT_PAGES).unwrap();
+        // The small segments 1..5 (2 + 4 + 8 + 16 pages), then segments 5, 6 (chunk 2) and
+        // 7 (chunk 3, one page used).
+        let ids = a.allocate(30 + 2 * SEGMENT_PAGES + 1).unwrap();
+        assert_eq!(&ids[..3], &[32, 33, 64]);
+        assert_eq!(*ids.last().unwrap(), 7 * SEGMENT_PAGES as PageId);
         assert_eq!(chunks(&a), 4);
         let dir = Directory::of(&a);
         assert!(ids.iter().all(|&p| dir.page(p).is_ok()));
         assert!(dir.page(8 * SEGMENT_PAGES as PageId).is_err());
         assert!(dir.page(u32::MAX).is_err());
+    }
+
+    #[test]
+    fn ids_past_a_small_segment_stay_inside_it() {
+        let a = PagePool::new(4096, usize::MAX);
+        let dir = Directory::of(&a);
+        let ids = a.allocate(3).unwrap();
+        assert_eq!(ids, vec![0, 32, 33]);
+        let page = |p: PageId| dir.page(p).unwrap() as usize;
+        // Never handed out, but they address a page of their segment, not memory beyond it.
+        assert_eq!(page(5), page(0));
+        assert_eq!(page(34), page(32));
+        assert_eq!(page(63), page(33));
+        // Segment 2 is not mapped yet.
+        assert!(dir.page(64).is_err());
     }
 
     #[test]
@@ -296,6 +343,6 @@ mod tests {
         a.free(ids[2]);
         assert_eq!(a.allocate(1).unwrap(), vec![ids[2]]);
         assert_eq!(a.bytes_in_use(), 4 * 4096);
-        assert!(Directory::of(&a).page(40).is_err());
+        assert!(Directory::of(&a).page(1000).is_err());
     }
 }
