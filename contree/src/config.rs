@@ -63,6 +63,14 @@ pub struct Config {
     /// to 1.0 (no pause between rounds). It sleeps after each round of XMerges for as long
     /// as the round took times `(1 - share) / share`. Default 0.02: see `docs/design.md`.
     pub space_manager_share: f64,
+    /// Give the memory of free pages back to the system (Linux: `madvise(MADV_DONTNEED)`;
+    /// the addresses stay mapped, so a late optimistic reader never faults), keeping a
+    /// reserve of a sixteenth of the pages in use for reuse. It happens at space-manager
+    /// rounds, at [`Tree::compact`](crate::Tree::compact) (which keeps no reserve) and,
+    /// without the space manager, from removals once the free pages exceed twice the
+    /// reserve. A returned page costs a page fault when it is reused. No effect elsewhere
+    /// than Linux. Default on.
+    pub return_memory: bool,
 }
 
 impl Default for Config {
@@ -79,6 +87,7 @@ impl Default for Config {
             space_manager: true,
             fill_target: 0.9,
             space_manager_share: 0.02,
+            return_memory: true,
         }
     }
 }

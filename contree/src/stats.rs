@@ -51,6 +51,12 @@ pub struct Stats {
     pub xmerges: u64,
     /// Pages XMerge freed.
     pub pages_freed: u64,
+    /// Bytes of free pages whose memory is kept for reuse (pool-wide: a pool may serve
+    /// several trees).
+    pub bytes_free: usize,
+    /// Bytes of free pages whose memory went back to the system
+    /// ([`Config::return_memory`](crate::Config::return_memory); pool-wide).
+    pub bytes_returned: usize,
 }
 
 impl Tree {
@@ -76,6 +82,7 @@ impl Tree {
             pages_freed: core.events.pages_freed.load(Ordering::Relaxed),
             ..Stats::default()
         };
+        (s.bytes_free, s.bytes_returned) = core.pool_free_bytes();
         let mut used = 0usize;
         let root = core.root_id();
         let mut stack = vec![(root, u16::MAX)];

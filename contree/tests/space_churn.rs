@@ -295,3 +295,111 @@ fn compact_does_not_wait_for_a_busy_root_leaf() {
         assert!(took < Duration::from_millis(200), "compact waited {took:?}");
     });
 }
+
+/// Resident memory of this process in bytes (Linux), from `/proc/self/statm`.
+#[cfg(target_os = "linux")]
+fn rss() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn emptied_memory_goes_back_to_the_system() {
+    for space_manager in [false, true] {
+        let t = Tree::with_config(config(space_manager)).unwrap();
+        // 64 MiB of 256-byte values, then all removed.
+        let value = [7u8; 256];
+        for i in 0..200_000u64 {
+            t.insert(&i.to_be_bytes(), &value).unwrap();
+        }
+        let full = rss();
+        for i in 0..200_000u64 {
+            assert!(t.remove(&i.to_be_bytes()).is_some());
+        }
+        t.compact();
+        let s = t.stats();
+        assert_eq!(s.bytes_free, 0, "{s:?}");
+        assert!(s.bytes_returned >= 50 << 20, "{s:?}");
+        let after = rss();
+        assert!(
+            full - after >= 40 << 20,
+            "RSS {full} -> {after}: memory was not given back"
+        );
+        // The returned pages are reused, correctly.
+        for i in 0..50_000u64 {
+            t.insert(&i.to_be_bytes(), &i.to_le_bytes()).unwrap();
+        }
+        for i in 0..50_000u64 {
+            assert_eq!(t.get(&i.to_be_bytes()).unwrap(), i.to_le_bytes());
+        }
+        t.check_invariants().unwrap();
+    }
+}
+
+/// Readers keep reading correct values while other threads free pages, give their memory
+/// back (`compact` in a loop) and reuse them: the versions of returned pages never let a
+/// stale optimistic read through.
+#[test]
+fn readers_stay_correct_while_pages_go_back_and_return() {
+    let t = Tree::with_config(Config {
+        page_size: 4096,
+        ..config(false)
+    })
+    .unwrap();
+    let stable = |i: u64| (i * 2).to_be_bytes();
+    let churn = |i: u64| (i * 2 + 1).to_be_bytes();
+    for i in 0..20_000u64 {
+        t.insert(&stable(i), &i.to_le_bytes()).unwrap();
+    }
+    let stop = AtomicBool::new(false);
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    std::thread::scope(|s| {
+        for r in 0..2u64 {
+            let (t, stop) = (&t, &stop);
+            s.spawn(move || {
+                let mut x = 0x1234_5678 + r;
+                while !stop.load(Ordering::Relaxed) {
+                    let i = xorshift(&mut x) % 20_000;
+                    assert_eq!(t.get(&stable(i)).unwrap(), i.to_le_bytes(), "key {i}");
+                    let from = xorshift(&mut x) % 20_000;
+                    let n = t
+                        .range_of(&stable(from)[..]..&stable(from + 50)[..])
+                        .filter(|(k, _)| k[7] % 2 == 0)
+                        .count();
+                    assert_eq!(n as u64, 50.min(20_000 - from));
+                }
+            });
+        }
+        for w in 0..2u64 {
+            let (t, stop) = (&t, &stop);
+            s.spawn(move || {
+                let mut round = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // Fill a range of odd keys (leaves split) and empty it (they merge);
+                    // each writer has its own keys.
+                    let base = (w * 10_000 + round * 997) % 19_000;
+                    let mine = (base..base + 2_000).filter(|i| i % 2 == w);
+                    for i in mine.clone() {
+                        t.insert(&churn(i), &[1u8; 100]).unwrap();
+                    }
+                    for i in mine {
+                        assert!(t.remove(&churn(i)).is_some());
+                    }
+                    round += 1;
+                }
+            });
+        }
+        let (t, stop) = (&t, &stop);
+        s.spawn(move || {
+            while Instant::now() < deadline {
+                t.compact();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    });
+    t.check_invariants().unwrap();
+    assert_eq!(t.len(), 20_000);
+    assert!(t.stats().bytes_returned > 0 || cfg!(not(target_os = "linux")));
+}

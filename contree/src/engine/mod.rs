@@ -94,7 +94,7 @@ impl TreeCore {
     /// An empty tree with `config` (already validated) over its own page pool.
     pub(crate) fn new(config: Config) -> Result<TreeCore, Error> {
         config.validate()?;
-        let pool = PagePool::new(config.page_size, config.max_memory);
+        let pool = PagePool::new(config.page_size, config.max_memory, config.return_memory);
         Self::in_pool(config, pool)
     }
 
@@ -206,6 +206,26 @@ impl TreeCore {
     pub(crate) fn free(&self, pid: PageId) {
         self.pool.free(pid);
         self.events.pages_held.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Gives the memory of free pages of the pool back to the system (`page/release.rs`):
+    /// those beyond the pool's reserve, or all of them.
+    pub(crate) fn release_memory(&self, all: bool) -> usize {
+        self.pool.release(all)
+    }
+
+    /// After a removal, for a tree without the space manager: `release_memory(false)` once
+    /// the pool's free pages exceed twice its reserve (two loads otherwise).
+    #[inline]
+    pub(crate) fn release_memory_if_many(&self) {
+        if !self.config.space_manager {
+            self.pool.release_if_many();
+        }
+    }
+
+    /// Free page bytes of the pool kept for reuse, and given back to the system.
+    pub(crate) fn pool_free_bytes(&self) -> (usize, usize) {
+        (self.pool.bytes_free(), self.pool.bytes_returned())
     }
 
     /// Page bytes this tree holds.
@@ -370,7 +390,7 @@ mod tests {
 
     #[test]
     fn trees_share_a_pool_and_return_their_pages() {
-        let pool = PagePool::new(4096, 64 << 20);
+        let pool = PagePool::new(4096, 64 << 20, true);
         let a = TreeCore::in_pool(Config::default(), Arc::clone(&pool)).unwrap();
         let b = TreeCore::in_pool(Config::default(), Arc::clone(&pool)).unwrap();
         assert_eq!(pool.bytes_in_use(), 2 * 4096);

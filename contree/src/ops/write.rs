@@ -146,6 +146,7 @@ impl Tree {
             }
         }
         core.retry_deferred_merge();
+        core.release_memory_if_many();
         old
     }
 }

@@ -28,7 +28,9 @@
 //! Allocation and free take a mutex: they happen once per split or merge, not per
 //! operation.
 
-use crate::sync::Restart;
+mod release;
+
+use crate::sync::{HybridLatch, Restart};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -79,7 +81,11 @@ fn chunk_layout(j: usize) -> Layout {
 }
 
 struct FreeList {
+    /// Free pages whose memory is still there, the most recently freed last.
     free: Vec<PageId>,
+    /// Free pages whose memory went back to the system (`release`), each with the latch
+    /// version its next life must exceed.
+    returned: Vec<(PageId, u64)>,
     next_fresh: usize,
 }
 
@@ -91,6 +97,11 @@ pub(crate) struct PagePool {
     /// mapped.
     chunks: [AtomicPtr<Chunk>; CHUNKS],
     in_use: AtomicUsize,
+    /// `state.free.len()` and `state.returned.len()`, readable without the mutex.
+    free_pages: AtomicUsize,
+    returned_pages: AtomicUsize,
+    /// Whether free pages' memory goes back to the system (`Config::return_memory`).
+    return_memory: bool,
     state: Mutex<FreeList>,
 }
 
@@ -99,19 +110,51 @@ pub(crate) struct PagePool {
 pub(crate) struct Exhausted;
 
 impl PagePool {
-    /// A pool of pages of `page_size` bytes that holds at most `max_memory` bytes of pages.
-    pub(crate) fn new(page_size: usize, max_memory: usize) -> Arc<PagePool> {
+    /// A pool of pages of `page_size` bytes that holds at most `max_memory` bytes of pages
+    /// and gives free pages' memory back to the system if `return_memory`.
+    pub(crate) fn new(page_size: usize, max_memory: usize, return_memory: bool) -> Arc<PagePool> {
         let max_pages = (max_memory / page_size).min(MAX_PAGES);
         Arc::new(PagePool {
             page_size,
             max_pages,
             chunks: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             in_use: AtomicUsize::new(0),
+            free_pages: AtomicUsize::new(0),
+            returned_pages: AtomicUsize::new(0),
+            return_memory: return_memory && release::supported(page_size),
             state: Mutex::new(FreeList {
                 free: Vec::new(),
+                returned: Vec::new(),
                 next_fresh: 0,
             }),
         })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FreeList> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The latch word of page `pid`, which must have been handed out at least once.
+    fn latch(&self, pid: PageId) -> &HybridLatch {
+        let dir = Directory {
+            chunks: NonNull::from(&self.chunks).cast(),
+            page_size: self.page_size,
+        };
+        let ptr = dir.page(pid).expect("a page of a mapped segment");
+        // SAFETY: `ptr` addresses a page of a segment that stays mapped while the pool lives
+        // (as long as `&self`); its first 8 bytes, 8-aligned, are the page's latch word,
+        // only ever accessed atomically.
+        unsafe { &*(ptr as *const HybridLatch) }
+    }
+
+    /// Free page bytes whose memory is still held, waiting for reuse.
+    pub(crate) fn bytes_free(&self) -> usize {
+        self.free_pages.load(Ordering::Relaxed) * self.page_size
+    }
+
+    /// Free page bytes whose memory went back to the system.
+    pub(crate) fn bytes_returned(&self) -> usize {
+        self.returned_pages.load(Ordering::Relaxed) * self.page_size
     }
 
     /// The address of the directory, for [`Directory`].
@@ -133,8 +176,12 @@ impl PagePool {
     }
 
     /// Takes `n` pages at once, or none if the budget does not allow all of them.
+    ///
+    /// Pages whose memory was kept come first, then pages whose memory went back to the
+    /// system, then fresh ones; the latch of a page of the last two kinds is renewed (see
+    /// [`HybridLatch::renew`]) before it is handed out.
     pub(crate) fn allocate(&self, n: usize) -> Result<Vec<PageId>, Exhausted> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.lock();
         if self.in_use.load(Ordering::Relaxed) + n > self.max_pages {
             return Err(Exhausted);
         }
@@ -144,9 +191,14 @@ impl PagePool {
                 out.push(pid);
                 continue;
             }
+            if let Some(pid) = self.take_returned(&mut st) {
+                out.push(pid);
+                continue;
+            }
             let pid = st.next_fresh;
             if pid.is_multiple_of(SEGMENT_PAGES) && self.map_segment(pid).is_err() {
                 st.free.append(&mut out);
+                self.free_pages.store(st.free.len(), Ordering::Relaxed);
                 return Err(Exhausted);
             }
             st.next_fresh += 1;
@@ -154,10 +206,30 @@ impl PagePool {
             if st.next_fresh % SEGMENT_PAGES == segment_pages(pid >> SEGMENT_SHIFT) {
                 st.next_fresh = st.next_fresh.next_multiple_of(SEGMENT_PAGES);
             }
-            out.push(pid as PageId);
+            // A fresh page gets a version above 0 too: a page that is in use never shows
+            // version 0, the version of a zeroed word.
+            if self.latch(pid as PageId).renew(0) {
+                out.push(pid as PageId);
+            } else {
+                st.returned.push((pid as PageId, 0));
+            }
         }
+        self.free_pages.store(st.free.len(), Ordering::Relaxed);
+        self.returned_pages
+            .store(st.returned.len(), Ordering::Relaxed);
         self.in_use.fetch_add(n, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// A page whose memory went back to the system, with its latch renewed; one of the last
+    /// few, skipping a page whose latch a thread holding a stale id has taken right now.
+    fn take_returned(&self, st: &mut FreeList) -> Option<PageId> {
+        let n = st.returned.len();
+        let i = (n.saturating_sub(4)..n).rev().find(|&i| {
+            let (pid, floor) = st.returned[i];
+            self.latch(pid).renew(floor)
+        })?;
+        Some(st.returned.swap_remove(i).0)
     }
 
     /// Allocates the segment that starts at page `first` (and its chunk, for the first
@@ -196,8 +268,9 @@ impl PagePool {
     /// and releases it after this call, which bumps the version past every reader's
     /// snapshot.
     pub(crate) fn free(&self, pid: PageId) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.lock();
         st.free.push(pid);
+        self.free_pages.store(st.free.len(), Ordering::Relaxed);
         self.in_use.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -279,7 +352,7 @@ mod tests {
 
     #[test]
     fn ids_translate_into_distinct_pages() {
-        let a = PagePool::new(4096, usize::MAX);
+        let a = PagePool::new(4096, usize::MAX, true);
         let dir = Directory::of(&a);
         let ids = a.allocate(100).unwrap();
         let mut addrs: Vec<usize> = ids.iter().map(|&p| dir.page(p).unwrap() as usize).collect();
@@ -298,7 +371,7 @@ mod tests {
         assert_eq!(locate(6), (2, 3));
         assert_eq!(locate(7), (3, 0));
         assert_eq!(locate(u32::MAX as usize >> SEGMENT_SHIFT).0, CHUNKS - 1);
-        let a = PagePool::new(4096, usize::MAX);
+        let a = PagePool::new(4096, usize::MAX, true);
         let chunks = |p: &PagePool| -> usize {
             p.chunks
                 .iter()
@@ -322,7 +395,7 @@ mod tests {
 
     #[test]
     fn ids_past_a_small_segment_stay_inside_it() {
-        let a = PagePool::new(4096, usize::MAX);
+        let a = PagePool::new(4096, usize::MAX, true);
         let dir = Directory::of(&a);
         let ids = a.allocate(3).unwrap();
         assert_eq!(ids, vec![0, 32, 33]);
@@ -337,7 +410,7 @@ mod tests {
 
     #[test]
     fn budget_refuses_and_free_reuses() {
-        let a = PagePool::new(4096, 4096 * 4);
+        let a = PagePool::new(4096, 4096 * 4, true);
         let ids = a.allocate(4).unwrap();
         assert!(a.allocate(1).is_err());
         a.free(ids[2]);

@@ -3,7 +3,8 @@
 //! nodes of a tree while its fill factor is below
 //! [`Config::fill_target`](crate::Config::fill_target).
 //!
-//! **Rounds.** A round for one tree retries its deferred merges, estimates its fill factor
+//! **Rounds.** A round for one tree retries its deferred merges, gives the memory of free
+//! pages beyond the pool's reserve back to the system (`page/release.rs`), estimates its fill factor
 //! from 32 random leaves (weighted by the inverse of the chance of picking each, so the
 //! estimate is unbiased) and, if it is below the target, runs XMerge on 8 random groups
 //! (`TreeCore::optimistic_xmerge_random`).
@@ -13,8 +14,9 @@
 //! [`Config::space_manager_share`](crate::Config::space_manager_share): the work for one tree
 //! uses at most that share of one core however fast the tree grows (measured in
 //! `docs/design.md`). After a round that found the tree full enough or freed nothing the tree
-//! waits 10 ms, doubling up to one second while that lasts. A share of 1.0 removes every
-//! pause (a stress-test setting). The thread runs the tree whose turn comes first and sleeps
+//! waits 10 ms, doubling up to one second while that lasts, whatever the share: a share of
+//! 1.0 removes the pause after productive rounds only (a stress-test setting), so even a
+//! fill target the tree can never reach (1.0) costs no busy core. The thread runs the tree whose turn comes first and sleeps
 //! until the next turn; it never spins.
 //!
 //! **Sharing.** The service holds a weak reference to each tree's shared state. Dropping a
@@ -133,6 +135,7 @@ pub(crate) fn registered(core: &Arc<TreeCore>) -> bool {
 fn round(core: &TreeCore, rng: &mut Rng) -> Option<usize> {
     let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());
     core.retry_deferred_merges();
+    core.release_memory(false);
     let fill = core.optimistic_sample_fill(rng, SAMPLES)?;
     if fill >= core.config().fill_target {
         return None;
@@ -183,9 +186,7 @@ fn run(svc: &Service) {
             continue;
         };
         e.rng = rng;
-        let pause = if share >= 1.0 {
-            Duration::ZERO
-        } else if matches!(freed, Some(n) if n > 0) {
+        let pause = if matches!(freed, Some(n) if n > 0) {
             e.idle = IDLE_MIN;
             started.elapsed().mul_f64((1.0 - share) / share)
         } else {

@@ -44,9 +44,12 @@ impl Tree {
     /// fewer, from right to left, so that afterwards nearly every node is full. Nodes that
     /// another thread holds latched and non-empty leaves that Contention Split marked hot
     /// (for a few of its counting periods) are skipped,
-    /// so `compact` never waits and may run beside other operations. Freed pages are kept for
-    /// reuse by this tree (they are not returned to the system) and stop counting in
-    /// [`Stats::bytes_allocated`](crate::Stats::bytes_allocated).
+    /// so `compact` never waits and may run beside other operations. Freed pages stop
+    /// counting in [`Stats::bytes_allocated`](crate::Stats::bytes_allocated); with
+    /// [`Config::return_memory`](crate::Config::return_memory) (the default, on Linux) the
+    /// memory of every free page then goes back to the system
+    /// ([`Stats::bytes_returned`](crate::Stats::bytes_returned)), so the process's resident
+    /// memory follows.
     ///
     /// ```
     /// use contree::{Config, Tree};
@@ -67,6 +70,8 @@ impl Tree {
     /// assert!(freed > 0);
     /// assert_eq!(after.leaf_pages + after.inner_pages + freed, before.leaf_pages + before.inner_pages);
     /// assert!(after.fill_factor > 0.9);
+    /// # #[cfg(target_os = "linux")]
+    /// assert_eq!(after.bytes_free, 0);
     /// ```
     pub fn compact(&self) -> usize {
         // Packing one level can bring nodes of different parents together (the parents are
@@ -80,6 +85,7 @@ impl Tree {
                 break;
             }
         }
+        self.core.release_memory(true);
         freed
     }
 }

@@ -211,6 +211,50 @@ impl HybridLatch {
             .map(|_| ExclusiveGuard::acquired(self, false))
     }
 
+    /// Takes the latch of a free page whose memory is about to be given back to the system
+    /// (which zeroes the word): exclusively, only if nobody holds it now. Returns the version
+    /// bits, the floor that [`renew`](Self::renew) must exceed when the page is reused. The
+    /// latch is never released: zeroing the memory ends the hold, and
+    /// [`wake_all`](Self::wake_all) then wakes whoever waited. [`abandon_retire`]
+    /// (Self::abandon_retire) undoes it if the memory could not be given back.
+    pub(crate) fn try_retire(&self) -> Option<u64> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & (EXCLUSIVE | SHARED_MASK) != 0 {
+            return None;
+        }
+        self.state
+            .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| s & VERSION_MASK)
+    }
+
+    /// Releases a latch taken by [`try_retire`](Self::try_retire) whose page kept its memory.
+    pub(crate) fn abandon_retire(&self) {
+        self.release_exclusive();
+    }
+
+    /// Wakes every thread parked on this latch (after its word was zeroed under them).
+    pub(crate) fn wake_all(&self) {
+        unpark_all(self as *const HybridLatch as usize);
+    }
+
+    /// Prepares the latch of a page that is handed out again after its memory was given back
+    /// (or for the first time): the version moves past `floor` and past whatever it reads
+    /// now, so that no snapshot taken before (of the page's previous life, or of the zeroed
+    /// word by a reader holding a stale id) validates against it. Fails, changing nothing, if
+    /// a thread holding a stale id has latched the word right now.
+    pub(crate) fn renew(&self, floor: u64) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & (EXCLUSIVE | SHARED_MASK) != 0 {
+            return false;
+        }
+        let version = (s & VERSION_MASK).max(floor & VERSION_MASK);
+        let new = version.wrapping_add(VERSION_ONE) | (s & PARKED);
+        self.state
+            .compare_exchange(s, new, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+    }
+
     fn release_exclusive(&self) {
         // Bump the version, clear EXCLUSIVE and PARKED in one step.
         let prev = self

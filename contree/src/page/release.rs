@@ -1,0 +1,232 @@
+//! Giving the memory of free pages back to the system ([`Config::return_memory`]
+//! (crate::Config::return_memory)), without unmapping anything.
+//!
+//! **How.** On Linux, `madvise(MADV_DONTNEED)` drops the physical pages of a run of free
+//! pages; the addresses stay mapped, and the next touch of each page maps a zeroed one. A
+//! late optimistic reader holding a stale id therefore never faults: it reads zeroes.
+//! Elsewhere, and where the system page does not divide the tree's page, memory is kept.
+//!
+//! **Versions.** Zeroing also zeroes the page's latch word, which an optimistic reader
+//! validates against. The protocol keeps "the version only grows" where it matters:
+//! - before giving a page back, its latch is taken exclusively ([`HybridLatch::try_retire`];
+//!   a page whose latch a stale-id holder has taken right now is skipped), so no thread
+//!   writes the word while it is zeroed, and the version it had is kept in the pool's list
+//!   (memory that is never given back);
+//! - a page in use never shows version 0 (fresh pages are renewed too), so a snapshot taken
+//!   of a page in use never matches a zeroed word;
+//! - when the page is handed out again, its version is set past both the kept version and
+//!   whatever the word went through meanwhile ([`HybridLatch::renew`]);
+//! - threads that parked on the latch while it was taken are woken after the zeroing
+//!   ([`HybridLatch::wake_all`]): they find a free word, and whatever they do with it ends
+//!   in a failed validation, as for any stale id.
+//!
+//! **When.** A pool keeps a reserve of free pages for reuse (`reserve`, a sixteenth of the
+//! pages in use and at least 16) and gives back the oldest free pages beyond it: at every
+//! space-manager round, at [`Tree::compact`](crate::Tree::compact) (no reserve), and, for a
+//! tree without the space manager, from a removal once the free pages exceed twice the
+//! reserve. Each page given back costs one system call per run of neighbouring pages and, at
+//! its reuse, one page fault.
+
+use super::{PageId, PagePool, SEGMENT_SHIFT};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+/// Whether memory can be given back for pages of `page_size` bytes here.
+pub(super) fn supported(page_size: usize) -> bool {
+    system_page().is_some_and(|sys| page_size.is_multiple_of(sys) && super::PAGE_ALIGN >= sys)
+}
+
+#[cfg(target_os = "linux")]
+fn system_page() -> Option<usize> {
+    static PAGE: OnceLock<Option<usize>> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: `sysconf` has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(n).ok().filter(|&n| n > 0)
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn system_page() -> Option<usize> {
+    let _ = OnceLock::<()>::new;
+    None
+}
+
+/// Drops the physical memory of `len` bytes at `addr`; they read as zeroes afterwards.
+#[cfg(target_os = "linux")]
+fn discard(addr: *mut u8, len: usize) -> bool {
+    // SAFETY: the range is whole free pages of one segment, which the pool owns and keeps
+    // mapped; `supported` checked that it is aligned to system pages. MADV_DONTNEED on
+    // private anonymous memory only replaces its contents with zeroes.
+    unsafe { libc::madvise(addr.cast(), len, libc::MADV_DONTNEED) == 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn discard(_addr: *mut u8, _len: usize) -> bool {
+    false
+}
+
+impl PagePool {
+    /// The free pages a pool keeps for reuse: a sixteenth of the pages in use, at least 16.
+    fn reserve(&self) -> usize {
+        (self.in_use.load(Ordering::Relaxed) / 16).max(16)
+    }
+
+    /// Gives back the memory of the oldest free pages beyond the reserve (`all`: beyond
+    /// none). Returns the pages given back.
+    pub(crate) fn release(&self, all: bool) -> usize {
+        if !self.return_memory {
+            return 0;
+        }
+        let keep = if all { 0 } else { self.reserve() };
+        let batch: Vec<PageId> = {
+            let mut st = self.lock();
+            if st.free.len() <= keep {
+                return 0;
+            }
+            let n = st.free.len() - keep;
+            let batch = st.free.drain(..n).collect();
+            self.free_pages.store(st.free.len(), Ordering::Relaxed);
+            batch
+        };
+        let mut kept = Vec::new();
+        let mut retired: Vec<(PageId, u64)> = Vec::with_capacity(batch.len());
+        for pid in batch {
+            match self.latch(pid).try_retire() {
+                Some(floor) => retired.push((pid, floor)),
+                None => kept.push(pid),
+            }
+        }
+        retired.sort_unstable_by_key(|&(pid, _)| pid);
+        let mut returned = Vec::with_capacity(retired.len());
+        for run in
+            retired.chunk_by(|a, b| b.0 == a.0 + 1 && b.0 >> SEGMENT_SHIFT == a.0 >> SEGMENT_SHIFT)
+        {
+            let start = self.latch(run[0].0) as *const _ as *mut u8;
+            if discard(start, run.len() * self.page_size) {
+                for &(pid, floor) in run {
+                    self.latch(pid).wake_all();
+                    returned.push((pid, floor));
+                }
+            } else {
+                for &(pid, _) in run {
+                    self.latch(pid).abandon_retire();
+                    kept.push(pid);
+                }
+            }
+        }
+        let n = returned.len();
+        let mut st = self.lock();
+        st.free.extend(kept);
+        st.returned.extend(returned);
+        self.free_pages.store(st.free.len(), Ordering::Relaxed);
+        self.returned_pages
+            .store(st.returned.len(), Ordering::Relaxed);
+        n
+    }
+
+    /// [`release`](Self::release) once the free pages exceed twice the reserve (cheap
+    /// otherwise: two loads). For trees without the space manager, after removals.
+    #[inline]
+    pub(crate) fn release_if_many(&self) {
+        if self.return_memory && self.free_pages.load(Ordering::Relaxed) > 2 * self.reserve() {
+            self.release(false);
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::super::*;
+
+    #[test]
+    fn returned_pages_read_as_zeroes_and_come_back_with_a_higher_version() {
+        let pool = PagePool::new(4096, usize::MAX, true);
+        let ids = pool.allocate(100).unwrap();
+        let versions: Vec<u64> = ids
+            .iter()
+            .map(|&p| {
+                let latch = pool.latch(p);
+                drop(latch.exclusive()); // a life: the version grows
+                let x = latch.exclusive();
+                let page = x_page(&pool, p);
+                // SAFETY: the page is latched exclusively; byte 100 is inside it.
+                unsafe { page.add(100).write(0xAB) };
+                drop(x);
+                latch.version()
+            })
+            .collect();
+        assert!(versions.iter().all(|&v| v >= 2));
+        for &p in &ids {
+            pool.free(p);
+        }
+        // One page latched by a "stale" holder is skipped and stays resident.
+        let busy = pool.latch(ids[7]).exclusive();
+        assert_eq!(pool.release(true), 99);
+        assert_eq!(pool.bytes_returned(), 99 * 4096);
+        assert_eq!(pool.bytes_free(), 4096);
+        for &p in &ids {
+            // SAFETY: byte 100 of a mapped page; nothing else runs.
+            let b = unsafe { x_page(&pool, p).add(100).read_volatile() };
+            assert_eq!(b == 0, p != ids[7], "page {p}");
+        }
+        drop(busy);
+        let again = pool.allocate(100).unwrap();
+        assert_eq!(pool.bytes_returned(), 0);
+        for (&p, &v) in ids.iter().zip(&versions) {
+            assert!(again.contains(&p));
+            assert!(pool.latch(p).version() > v, "page {p}");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_from_before_never_validates_after() {
+        let pool = PagePool::new(4096, usize::MAX, true);
+        let ids = pool.allocate(20).unwrap();
+        let p = ids[3];
+        // A reader's snapshot of the page in use (never of version 0).
+        let before = pool.latch(p).optimistic();
+        drop(pool.latch(p).exclusive()); // the freeing writer
+        let late = pool.latch(p).optimistic(); // a reader that came after the free
+        ids.iter().for_each(|&q| pool.free(q));
+        assert_eq!(pool.release(true), 20);
+        // Zeroed: neither snapshot validates against the zeroed word.
+        assert!(before.validate().is_err());
+        assert!(late.validate().is_err());
+        // A stale reader snapshots the zeroed word; the page is then reused.
+        let zeroed = pool.latch(p).optimistic();
+        let again = pool.allocate(20).unwrap();
+        assert!(again.contains(&p));
+        assert!(zeroed.validate().is_err());
+        assert!(late.validate().is_err());
+        assert!(before.validate().is_err());
+    }
+
+    #[test]
+    fn a_fresh_page_never_shows_version_zero() {
+        let pool = PagePool::new(4096, usize::MAX, true);
+        for p in pool.allocate(40).unwrap() {
+            assert!(pool.latch(p).version() > 0);
+        }
+    }
+
+    #[test]
+    fn the_reserve_stays_resident() {
+        let pool = PagePool::new(4096, usize::MAX, true);
+        let ids = pool.allocate(400).unwrap();
+        for &p in &ids[..300] {
+            pool.free(p);
+        }
+        // 100 in use: a reserve of 16.
+        assert_eq!(pool.release(false), 300 - 16);
+        assert_eq!(pool.bytes_free(), 16 * 4096);
+        let off = PagePool::new(4096, usize::MAX, false);
+        let ids = off.allocate(40).unwrap();
+        ids.iter().for_each(|&p| off.free(p));
+        assert_eq!(off.release(true), 0);
+    }
+
+    fn x_page(pool: &PagePool, pid: PageId) -> *mut u8 {
+        pool.latch(pid) as *const _ as *mut u8
+    }
+}
