@@ -218,14 +218,9 @@ impl HybridLatch {
     /// [`wake_all`](Self::wake_all) then wakes whoever waited. [`abandon_retire`]
     /// (Self::abandon_retire) undoes it if the memory could not be given back.
     pub(crate) fn try_retire(&self) -> Option<u64> {
-        let s = self.state.load(Ordering::Relaxed);
-        if s & (EXCLUSIVE | SHARED_MASK) != 0 {
-            return None;
-        }
-        self.state
-            .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| s & VERSION_MASK)
+        // Held for good: the guard is forgotten, not released.
+        std::mem::forget(self.try_exclusive()?);
+        Some(self.state.load(Ordering::Relaxed) & VERSION_MASK)
     }
 
     /// Releases a latch taken by [`try_retire`](Self::try_retire) whose page kept its memory.
