@@ -9,6 +9,10 @@
 //! - `idle`: 10^6 random u64 keys loaded with the space manager on, then the fill factor
 //!   every 500 ms while the tree is left idle for 5 s (the process CPU time says what the
 //!   manager used).
+//! - `shrink`: 10^6 random u64 keys with 8-byte values, then 90% of them removed at
+//!   random; the process's resident memory growth (since before the tree) per live entry
+//!   after the load, after the removals, 2 s later, and after `compact`, with the space
+//!   manager off and on (Linux; memory given back by `Config::return_memory`).
 //!
 //! Bound: pages never exceed twice the pages of a freshly compacted tree holding the live
 //! entries, plus 64.
@@ -19,6 +23,9 @@ use std::time::{Duration, Instant};
 #[path = "support/fifo.rs"]
 mod fifo;
 use fifo::{pages, run_fifo};
+#[path = "support/rss.rs"]
+mod rss;
+use rss::rss;
 
 fn config(space_manager: bool) -> Config {
     Config {
@@ -188,6 +195,41 @@ fn idle() {
     }
 }
 
+fn shrink() {
+    let n = 1_000_000u64;
+    for manager in [false, true] {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let keys: Vec<[u8; 8]> = (0..n).map(|_| xorshift(&mut x).to_be_bytes()).collect();
+        let rss0 = rss();
+        let t = Tree::with_config(config(manager)).unwrap();
+        for k in &keys {
+            t.insert(k, &k[..]).unwrap();
+        }
+        let report = |what: &str| {
+            let s = t.stats();
+            println!(
+                "shrink manager={manager} {what}: live {}  tree bytes/entry {:.1}  RSS growth/entry {:.1}  free {} KiB  returned {} KiB",
+                s.len,
+                s.bytes_allocated as f64 / s.len as f64,
+                (rss() - rss0) as f64 / s.len as f64,
+                s.bytes_free >> 10,
+                s.bytes_returned >> 10,
+            );
+        };
+        report("loaded");
+        for (i, k) in keys.iter().enumerate() {
+            if i % 10 != 0 {
+                t.remove(k);
+            }
+        }
+        report("90% removed");
+        std::thread::sleep(Duration::from_secs(2));
+        report("2 s later");
+        t.compact();
+        report("compacted");
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let seconds = args.get(2).map_or(10, |s| s.parse().expect("seconds"));
@@ -196,11 +238,13 @@ fn main() {
         "window" => window(),
         "budget" => budget(),
         "idle" => idle(),
+        "shrink" => shrink(),
         "all" => {
             fifo(seconds);
             window();
             budget();
             idle();
+            shrink();
         }
         other => panic!("unknown scenario {other}"),
     }

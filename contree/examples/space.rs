@@ -11,13 +11,19 @@
 //!
 //! Bytes per entry are reported twice: the pages the tree holds (`Stats::bytes_allocated`,
 //! which drops when XMerge frees pages) and the live heap bytes of the whole process from a
-//! counting allocator (which does not: freed pages stay with the tree for reuse).
+//! counting allocator (which does not: freed pages stay allocated by the pool), and the
+//! growth of the process's resident memory since before the tree was created (Linux), which
+//! drops again when the memory of free pages goes back to the system
+//! (`Config::return_memory`).
 
 use contree::{Config, Tree};
 use std::time::Instant;
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "support/rss.rs"]
+mod rss;
+use rss::rss;
 
 #[global_allocator]
 static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
@@ -39,14 +45,17 @@ fn path(x: &mut u64, i: usize) -> Vec<u8> {
     p.into_bytes()
 }
 
-fn report(what: &str, tree: &Tree, heap_before: isize) {
+fn report(what: &str, tree: &Tree, heap_before: isize, rss_before: isize) {
     let s = tree.stats();
     let heap = (counting_alloc::live() - heap_before) as f64 / s.len as f64;
+    let rss = (rss() - rss_before) as f64 / s.len as f64;
     println!(
-        "{what}: fill_factor {:.3}  tree bytes/entry {:.2}  heap bytes/entry {:.2}  pages {}  height {}  xmerges {}  pages_freed {}  splits {}",
+        "{what}: fill_factor {:.3}  tree bytes/entry {:.2}  heap bytes/entry {:.2}  RSS growth/entry {:.2}  returned {} KiB  pages {}  height {}  xmerges {}  pages_freed {}  splits {}",
         s.fill_factor,
         s.bytes_allocated as f64 / s.len as f64,
         heap,
+        rss,
+        s.bytes_returned >> 10,
         s.leaf_pages + s.inner_pages,
         s.height,
         s.xmerges,
@@ -76,6 +85,7 @@ fn main() {
         other => panic!("unknown key kind {other}"),
     };
     let heap_before = counting_alloc::live();
+    let rss_before = rss();
     let tree = Tree::with_config(Config {
         space_manager: manager,
         ..Config::default()
@@ -91,7 +101,7 @@ fn main() {
         if manager { "on" } else { "off" },
         load.as_secs_f64()
     );
-    report("after load", &tree, heap_before);
+    report("after load", &tree, heap_before, rss_before);
     if compact {
         let start = Instant::now();
         let freed = tree.compact();
@@ -99,7 +109,7 @@ fn main() {
             "compact: freed {freed} pages in {:.3}s",
             start.elapsed().as_secs_f64()
         );
-        report("after compact", &tree, heap_before);
+        report("after compact", &tree, heap_before, rss_before);
         tree.check_invariants().unwrap();
     }
 }

@@ -296,13 +296,9 @@ fn compact_does_not_wait_for_a_busy_root_leaf() {
     });
 }
 
-/// Resident memory of this process in bytes (Linux), from `/proc/self/statm`.
 #[cfg(target_os = "linux")]
-fn rss() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4096
-}
+#[path = "../examples/support/rss.rs"]
+mod rss;
 
 #[cfg(target_os = "linux")]
 #[test]
@@ -314,7 +310,7 @@ fn emptied_memory_goes_back_to_the_system() {
         for i in 0..200_000u64 {
             t.insert(&i.to_be_bytes(), &value).unwrap();
         }
-        let full = rss();
+        let full = rss::rss();
         for i in 0..200_000u64 {
             assert!(t.remove(&i.to_be_bytes()).is_some());
         }
@@ -322,7 +318,7 @@ fn emptied_memory_goes_back_to_the_system() {
         let s = t.stats();
         assert_eq!(s.bytes_free, 0, "{s:?}");
         assert!(s.bytes_returned >= 50 << 20, "{s:?}");
-        let after = rss();
+        let after = rss::rss();
         assert!(
             full - after >= 40 << 20,
             "RSS {full} -> {after}: memory was not given back"

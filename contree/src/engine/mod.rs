@@ -83,6 +83,10 @@ pub(crate) struct TreeCore {
     pub(crate) reclaim_idle: AtomicU64,
     /// The space generation at the last reclaiming sweep.
     pub(crate) last_sweep: AtomicU64,
+    /// Where the next sweep at the budget starts: a key of the leaf parent the last one
+    /// stopped in (`None`: the rightmost), so that sweeps move on instead of walking the
+    /// part they packed again.
+    pub(crate) sweep_resume: Mutex<Option<Vec<u8>>>,
     /// Merges that found a latch taken, retried by later operations (`smo::merge`).
     pub(crate) deferred: Deferred,
     /// Held by the space manager while it works and by `stats` and `check_invariants`
@@ -120,6 +124,7 @@ impl TreeCore {
             generation: AtomicU64::new(0),
             reclaim_idle: AtomicU64::new(u64::MAX),
             last_sweep: AtomicU64::new(0),
+            sweep_resume: Mutex::new(None),
             deferred: Deferred::default(),
             space_gate: Mutex::new(()),
         };

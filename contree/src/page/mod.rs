@@ -21,9 +21,10 @@
 //!
 //! **Optimistic readers.** Because memory is never unmapped while the pool lives, a reader
 //! that follows a stale or garbage id either finds no segment (and restarts) or reads mapped
-//! page memory whose latch version tells it the read was invalid. The latch word at the
-//! start of each page is never reset, so a page's version only grows across free and reuse,
-//! whichever tree of the pool uses it next.
+//! page memory whose latch version tells it the read was invalid. A page's version only
+//! grows across free and reuse, whichever tree of the pool uses it next: the latch word at
+//! the start of each page is never reset, except when the page's memory goes back to the
+//! system, and then `release` keeps the version and renews the word past it on reuse.
 //!
 //! Allocation and free take a mutex: they happen once per split or merge, not per
 //! operation.

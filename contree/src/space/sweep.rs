@@ -114,7 +114,7 @@ impl TreeCore {
         let mut freed = 0;
         let mut parent_level = 1;
         while freed < want && parent_level <= self.optimistic_root_level() {
-            freed += self.sweep(parent_level, want - freed);
+            freed += self.sweep(parent_level, want - freed, None).0;
             parent_level += 1;
         }
         for _ in 0..4 {
@@ -125,13 +125,19 @@ impl TreeCore {
         freed
     }
 
-    /// One pass over the nodes at `parent_level`, right to left; in each, groups that end at
-    /// the previous group's partly filled leftmost node and grow to the left. Returns the
-    /// pages freed; stops once `want` are.
-    fn sweep(&self, parent_level: u16, want: usize) -> usize {
+    /// One pass over the nodes at `parent_level`, right to left from the one holding
+    /// `start` (`None`: the rightmost); in each, groups that end at the previous group's
+    /// partly filled leftmost node and grow to the left. Returns the pages freed, stopping
+    /// once `want` are, and where to go on (`None`: the pass reached the left end).
+    fn sweep(
+        &self,
+        parent_level: u16,
+        want: usize,
+        start: Option<Vec<u8>>,
+    ) -> (usize, Option<Vec<u8>>) {
         let mut freed = 0;
-        // A key inside the parent being swept (its upper fence); `None`: the rightmost.
-        let mut cursor: Option<Vec<u8>> = None;
+        // A key inside the parent being swept (its lower fence); `None`: the rightmost.
+        let mut cursor = start;
         loop {
             let mut end = usize::MAX;
             let mut lower = None;
@@ -141,7 +147,7 @@ impl TreeCore {
                     None => Target::Rightmost(parent_level),
                 };
                 let Some((parent, fence, count)) = self.optimistic_parent_for_sweep(target) else {
-                    return freed;
+                    return (freed, None);
                 };
                 lower = fence;
                 end = end.min(count);
@@ -156,12 +162,12 @@ impl TreeCore {
                     _ => end -= 1,
                 }
                 if freed >= want {
-                    return freed;
+                    return (freed, cursor);
                 }
             }
             match lower {
                 Some(l) => cursor = Some(l),
-                None => return freed,
+                None => return (freed, None),
             }
         }
     }
@@ -209,9 +215,10 @@ impl TreeCore {
     /// 2. if `spread`, spreading the free space of the siblings around the node evenly over
     ///    them (`optimistic_spread`): the node gets room and needs no split ([`Room::Made`]);
     /// 3. XMerge on 4 random groups;
-    /// 4. a sweep of the tree (see [`compact`](crate::Tree::compact)) that stops once it has
-    ///    freed a sixteenth of the tree's pages, at most once per `pages / 4` removals and
-    ///    splits, so that sweeps cost O(1) page visits per operation amortized.
+    /// 4. a sweep of the leaves (see [`compact`](crate::Tree::compact)) that starts where the
+    ///    last one stopped and stops once it has freed a sixteenth of the tree's pages, at
+    ///    most once per `pages` removals and splits, so that sweeps cost O(1) page visits per
+    ///    operation amortized and never walk the stretch the last one packed again.
     ///
     /// Steps 1 and 2 look at a few nodes. When steps 3 and 4 free nothing, they are not tried
     /// again until a removal or a split happens (the space generation changes): until then
@@ -242,10 +249,16 @@ impl TreeCore {
             }
         }
         let held = self.events.pages_held.load(Ordering::Relaxed);
-        let cooled = generation >= self.last_sweep.load(Ordering::Relaxed) + (held / 4) as u64;
+        let cooled = generation >= self.last_sweep.load(Ordering::Relaxed) + held as u64;
         if cooled {
+            // Leaves only (they are nearly all the pages), from where the last sweep
+            // stopped: each sweep packs a new stretch of the tree.
             self.last_sweep.store(generation, Ordering::Relaxed);
-            freed += self.compact_up_to((want - freed).max(held / 16));
+            self.retry_deferred_merges();
+            let mut resume = self.sweep_resume.lock().unwrap_or_else(|e| e.into_inner());
+            let (n, next) = self.sweep(1, (want - freed).max(held / 16), resume.take());
+            *resume = next;
+            freed += n;
         }
         if freed > 0 {
             return Room::Freed;
