@@ -21,7 +21,7 @@
 use super::TreeCore;
 use crate::node::{Node, OwnerToken};
 use crate::page::PageId;
-use crate::sync::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
+use crate::sync::{reentry, ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 
 /// Where a descent ends: the node at `level` whose range holds a key, or the rightmost node
 /// at `level`.
@@ -197,6 +197,7 @@ impl TreeCore {
     pub(crate) fn root_snapshot<'t, A: Access<'t>>(
         &'t self,
     ) -> Result<(OptimisticGuard<'t>, Visit<'t>), Restart> {
+        reentry::check(self.id());
         let meta = Self::inner_snapshot::<A>(self.meta())?;
         let pid = self.root_id();
         let (node, latch) = self.page(pid)?;
@@ -309,6 +310,7 @@ impl TreeCore {
     /// [`descend`]: TreeCore::descend
     #[inline(always)]
     pub(crate) fn point_leaf(&self, key: &[u8]) -> Result<(Node, OptimisticGuard<'_>), Restart> {
+        reentry::check(self.id());
         let meta = self.meta().optimistic();
         let (mut node, latch) = self.page(self.root_id())?;
         let mut guard = latch.optimistic();

@@ -141,6 +141,12 @@ impl TreeCore {
         &self.config
     }
 
+    /// The tree's identity for the re-entry guard (`sync::reentry`): its address.
+    #[inline(always)]
+    pub(crate) fn id(&self) -> *const () {
+        self as *const TreeCore as *const ()
+    }
+
     /// The meta latch, which guards the root id.
     #[inline]
     pub(crate) fn meta(&self) -> &HybridLatch {

@@ -46,8 +46,6 @@
 //!   sub-tree exclusively, for the partition executor), or a [`Scratch`] buffer. Segmented
 //!   leaves will add a segment guard that covers one segment. Under a `NodeMut`, values can
 //!   be borrowed as slices, since no other thread writes the page.
-//! * [`Stable`] borrows value bytes under a shared latch guard of the page (for closures
-//!   that must see the bytes in place).
 
 mod builder;
 mod edit;
@@ -64,7 +62,7 @@ pub(crate) use builder::{Builder, Scratch};
 pub(crate) use leaf_copy::{LeafCopy, Place};
 
 use crate::page::PageId;
-use crate::sync::{ExclusiveGuard, Restart, SharedGuard};
+use crate::sync::{ExclusiveGuard, Restart};
 use raw::RawPage;
 use std::marker::PhantomData;
 
@@ -640,33 +638,5 @@ impl std::ops::Deref for NodeMut<'_> {
     #[inline]
     fn deref(&self) -> &Node {
         &self.node
-    }
-}
-
-/// Value bytes borrowed in place under a shared latch guard of the page.
-pub(crate) struct Stable<'g> {
-    node: Node,
-    _guard: PhantomData<&'g SharedGuard<'g>>,
-}
-
-impl<'g> Stable<'g> {
-    /// Panics if `guard` latches another page (a programming error).
-    pub(crate) fn new(node: Node, guard: &'g SharedGuard<'g>) -> Stable<'g> {
-        assert_eq!(
-            guard.latch_addr(),
-            node.page.addr() as usize,
-            "a stable read needs a guard of that very page"
-        );
-        Stable {
-            node,
-            _guard: PhantomData,
-        }
-    }
-
-    /// The value bytes of entry `i`.
-    pub(crate) fn value(&self, i: usize) -> Result<&'g [u8], Restart> {
-        let e = self.node.entry(i)?;
-        // SAFETY: the shared guard borrowed for `'g` excludes every writer of the page.
-        unsafe { self.node.page.slice(e.value_off, e.value_len) }
     }
 }

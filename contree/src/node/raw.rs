@@ -331,19 +331,6 @@ impl RawPage {
         let _ = (from, to);
     }
 
-    /// The bytes `off..off + len` as a slice.
-    ///
-    /// # Safety
-    /// No thread may write these bytes while the slice lives: the caller holds the page's
-    /// latch in shared or exclusive mode (or owns the page) for at least `'a`.
-    #[inline]
-    pub(crate) unsafe fn slice<'a>(&self, off: usize, len: usize) -> Result<&'a [u8], Restart> {
-        self.check(off, len)?;
-        // SAFETY: inside the mapped page (checked); the caller guarantees no concurrent
-        // writer for `'a`.
-        Ok(unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) })
-    }
-
     /// The bytes `off..off + len` as a mutable slice.
     ///
     /// # Safety

@@ -1,12 +1,11 @@
 //! Point reads: optimistic, validated, never writing to shared memory.
 
-use crate::engine::Target;
-use crate::node::{Node, Stable};
+use crate::node::Node;
 use crate::sync::Restart;
 use crate::Tree;
 
-/// Values up to this many bytes are read by [`Tree::get_with`] optimistically, through a copy
-/// on the stack; larger ones under a shared latch.
+/// Values up to this many bytes are copied by [`Tree::get_with`] to the stack; larger ones to
+/// a heap buffer.
 pub const GET_WITH_INLINE: usize = 256;
 
 impl Tree {
@@ -89,13 +88,14 @@ impl Tree {
         self.read_point(key, |_, _, found| Ok(found))
     }
 
-    /// Runs `f` on the value bytes of `key` without a heap allocation.
+    /// Runs `f` on the value bytes of `key`; returns what it returns, or `None` if the key
+    /// is absent.
     ///
-    /// A value of up to [`GET_WITH_INLINE`] bytes is copied optimistically into a buffer on
-    /// the stack and `f` runs on that copy after the read validated: the reader writes
-    /// nothing to shared memory, so concurrent readers of a hot leaf do not contend. A
-    /// larger value is read under the leaf's shared latch instead (writers to that leaf wait
-    /// until `f` returns, so keep `f` short).
+    /// The value is copied optimistically (the reader writes nothing to shared memory, so
+    /// concurrent readers of a hot leaf do not contend) and `f` runs on the copy after the
+    /// read validated, holding no latch: `f` may read and write the tree. A value of up to
+    /// [`GET_WITH_INLINE`] bytes is copied into a buffer on the stack, so nothing is
+    /// allocated; a larger one into a heap buffer.
     ///
     /// ```
     /// let tree = contree::Tree::new();
@@ -103,9 +103,11 @@ impl Tree {
     /// assert_eq!(tree.get_with(b"k", |v| v.len()), Some(5));
     /// tree.insert(b"big", &[7u8; 1000]).unwrap();
     /// assert_eq!(tree.get_with(b"big", |v| v.iter().map(|&b| b as usize).sum::<usize>()), Some(7000));
+    /// // No latch is held while `f` runs: it may use the tree.
+    /// tree.get_with(b"k", |v| tree.insert(b"copy", v).unwrap());
+    /// assert_eq!(tree.get(b"copy"), Some(b"hello".to_vec()));
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let core = &*self.core;
         let mut buf = [0u8; GET_WITH_INLINE];
         let inline = self.read_point(key, |leaf, pos, found| {
             found.then(|| leaf.copy_value(pos, &mut buf)).transpose()
@@ -114,18 +116,9 @@ impl Tree {
             None => None,
             Some(Some(len)) => Some(f(&buf[..len])),
             Some(None) => {
-                // Too large for the stack copy: run `f` under the shared latch.
-                let mut f = Some(f);
-                core.retry(|| -> Result<Option<R>, Restart> {
-                    let (leaf, _) = core.optimistic_descend(Target::Key(key, 0))?;
-                    let shared = leaf.guard.upgrade_shared()?;
-                    let (pos, found) = leaf.node.lower_bound(key)?;
-                    if !found {
-                        return Ok(None);
-                    }
-                    let value = Stable::new(leaf.node, &shared).value(pos)?;
-                    Ok(f.take().map(|f| f(value)))
-                })
+                // Too large for the stack copy: copy it to the heap.
+                let mut heap = Vec::new();
+                self.get_into(key, &mut heap).then(|| f(&heap))
             }
         }
     }

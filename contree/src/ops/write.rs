@@ -5,13 +5,144 @@
 use crate::error::Error;
 use crate::node::{NodeMut, SLOT};
 use crate::policy::Divert;
+use crate::sync::reentry::InClosure;
 use crate::sync::{Counter, Restart};
 use crate::Tree;
 
-/// An insert that did not fit in its leaf.
-struct NeedSplit;
+/// What a read-modify-write does with a key's entry, decided under the leaf's latch.
+pub(crate) enum Edit<V> {
+    /// Leave the entry (or its absence) as it is.
+    Keep,
+    /// Store this value (insert or replace).
+    Put(V),
+    /// Remove the entry if there is one.
+    Remove,
+}
+
+/// Why an attempt under the latch did not finish.
+enum Stop {
+    /// The new entry did not fit in its leaf.
+    NeedSplit,
+    /// The decided value is refused.
+    Refused(Error),
+}
+
+/// What an applied edit did to the tree: entries added (+1) or removed (-1), and whether a
+/// removal left the leaf underfull.
+struct Applied {
+    delta: i8,
+    underfull: bool,
+}
 
 impl Tree {
+    /// The one read-modify-write of a key, behind `insert`, `remove` and the atomic
+    /// per-key operations: under the leaf's exclusive latch, `decide` sees the key's current
+    /// value (`None` if absent) and returns the edit to apply and the caller's result. The
+    /// edit is applied before the latch is released, so the whole step is linearizable for
+    /// the key.
+    ///
+    /// `decide` runs again when the new entry does not fit (after the leaf is split, on the
+    /// value then current); only the last decision is applied. `closure` names the public
+    /// operation when `decide` runs user code, which the re-entry guard then watches (see
+    /// `sync::reentry`). A refused value or a split the memory budget does not allow
+    /// returns the error with the tree unchanged.
+    #[inline(always)]
+    pub(crate) fn modify<V: AsRef<[u8]>, R>(
+        &self,
+        key: &[u8],
+        closure: Option<&'static str>,
+        mut decide: impl FnMut(Option<&[u8]>) -> (Edit<V>, R),
+    ) -> Result<R, Error> {
+        let core = &*self.core;
+        core.check_key(key)?;
+        let Divert::Proceed = core.policy.before_latch(key);
+        let mut split_at = None;
+        let mut rounds = 0;
+        loop {
+            let attempt = core.retry(|| -> Result<Result<(R, Applied), Stop>, Restart> {
+                let (node, mut x) = core.exclusive_leaf(key)?;
+                let slow_path = x.slow_path();
+                let mut node = NodeMut::new(node, &mut x);
+                let (pos, found) = node.lower_bound(key)?;
+                let (edit, out) = {
+                    let _mark = closure.map(|op| InClosure::enter(core.id(), op));
+                    decide(if found {
+                        Some(&*node.value_mut(pos))
+                    } else {
+                        None
+                    })
+                };
+                let mut applied = Applied {
+                    delta: 0,
+                    underfull: false,
+                };
+                match edit {
+                    Edit::Keep => return Ok(Ok((out, applied))),
+                    Edit::Remove if !found => return Ok(Ok((out, applied))),
+                    Edit::Remove => {
+                        node.remove_at(pos);
+                        applied.delta = -1;
+                        applied.underfull = core.is_underfull(&node);
+                    }
+                    Edit::Put(value) => {
+                        let value = value.as_ref();
+                        if let Err(e) = core.check_value(value) {
+                            return Ok(Err(Stop::Refused(e)));
+                        }
+                        if !found {
+                            if !node.insert_entry(pos, key, value) {
+                                return Ok(Err(Stop::NeedSplit));
+                            }
+                            applied.delta = 1;
+                        } else {
+                            let e = node.entry(pos)?;
+                            if e.value_len == value.len() {
+                                node.overwrite_value(pos, value);
+                            } else {
+                                let need = node.space_needed(key.len(), value.len());
+                                if need > node.free_space() + e.heap_len + SLOT {
+                                    return Ok(Err(Stop::NeedSplit));
+                                }
+                                node.remove_at(pos);
+                                let ok = node.insert_entry(pos, key, value);
+                                debug_assert!(ok);
+                            }
+                        }
+                    }
+                }
+                split_at = core.policy.after_change(&mut node, pos, slow_path);
+                Ok(Ok((out, applied)))
+            });
+            match attempt {
+                Ok((out, applied)) => {
+                    if applied.delta != 0 {
+                        core.counters.add(Counter::Len, applied.delta as i64);
+                    }
+                    if applied.delta < 0 {
+                        core.counters.add(Counter::Removals, 1);
+                    }
+                    if let Some(sep) = split_at {
+                        core.contention_split(&sep);
+                    } else if applied.underfull {
+                        core.try_merge(key, 0);
+                    }
+                    if applied.delta < 0 {
+                        core.retry_deferred_merge();
+                        core.release_memory_if_many();
+                    }
+                    return Ok(out);
+                }
+                Err(Stop::Refused(e)) => return Err(e),
+                Err(Stop::NeedSplit) => {
+                    // At the memory budget the first rounds may get room by spreading the
+                    // neighbours' free space instead of a split (`reclaim`).
+                    rounds += 1;
+                    core.split_for(key, 0, rounds <= 2)?
+                }
+            }
+        }
+    }
+
     /// Inserts or replaces the value of `key`; returns the previous value.
     ///
     /// Fails with [`Error::KeyTooLarge`] or [`Error::ValueTooLarge`] for oversized input and
@@ -23,61 +154,16 @@ impl Tree {
     /// and now and then over the whole tree, a bounded amount of work. It fails if that frees
     /// none; until a removal or a split changes the tree, further inserts that need a page
     /// then fail at once instead of trying again.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// assert_eq!(tree.insert(b"k", b"v1").unwrap(), None);
+    /// assert_eq!(tree.insert(b"k", b"v2").unwrap(), Some(b"v1".to_vec()));
+    /// assert!(tree.insert(&[0u8; 100_000], b"").is_err());
+    /// ```
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        let core = &*self.core;
-        core.check_key(key)?;
-        core.check_value(value)?;
-        let Divert::Proceed = core.policy.before_latch(key);
-        let mut split_at = None;
-        let mut rounds = 0;
-        loop {
-            let attempt = core.retry(|| -> Result<Result<Option<Vec<u8>>, NeedSplit>, Restart> {
-                let (node, mut x) = core.exclusive_leaf(key)?;
-                let slow_path = x.slow_path();
-                let mut node = NodeMut::new(node, &mut x);
-                let (pos, found) = node.lower_bound(key)?;
-                if found {
-                    let e = node.entry(pos)?;
-                    let old = node.value(pos)?;
-                    if e.value_len == value.len() {
-                        node.overwrite_value(pos, value);
-                    } else {
-                        let need = node.space_needed(key.len(), value.len());
-                        if need > node.free_space() + e.heap_len + SLOT {
-                            return Ok(Err(NeedSplit));
-                        }
-                        node.remove_at(pos);
-                        let ok = node.insert_entry(pos, key, value);
-                        debug_assert!(ok);
-                    }
-                    split_at = core.policy.after_change(&mut node, pos, slow_path);
-                    return Ok(Ok(Some(old)));
-                }
-                if node.insert_entry(pos, key, value) {
-                    split_at = core.policy.after_change(&mut node, pos, slow_path);
-                    Ok(Ok(None))
-                } else {
-                    Ok(Err(NeedSplit))
-                }
-            });
-            match attempt {
-                Ok(old) => {
-                    if old.is_none() {
-                        core.counters.add(Counter::Len, 1);
-                    }
-                    if let Some(sep) = split_at {
-                        core.contention_split(&sep);
-                    }
-                    return Ok(old);
-                }
-                Err(NeedSplit) => {
-                    // At the memory budget the first rounds may get room by spreading the
-                    // neighbours' free space instead of a split (`reclaim`).
-                    rounds += 1;
-                    core.split_for(key, 0, rounds <= 2)?
-                }
-            }
-        }
+        self.core.check_value(value)?;
+        self.modify(key, None, |old| (Edit::Put(value), old.map(<[u8]>::to_vec)))
     }
 
     /// Changes the value of `key` in place under the leaf's exclusive latch and returns what
@@ -105,6 +191,7 @@ impl Tree {
             if !found {
                 return Ok(None);
             }
+            let _mark = InClosure::enter(core.id(), "update_with");
             let out = f.take().map(|f| f(node.value_mut(pos)));
             split_at = core.policy.after_change(&mut node, pos, slow_path);
             Ok(out)
@@ -116,37 +203,22 @@ impl Tree {
     }
 
     /// Removes `key`; returns its value.
+    ///
+    /// A leaf left underfull is merged with a sibling.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"k", b"v").unwrap();
+    /// assert_eq!(tree.remove(b"k"), Some(b"v".to_vec()));
+    /// assert_eq!(tree.remove(b"k"), None);
+    /// ```
     pub fn remove(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let core = &*self.core;
-        if key.len() > core.config().max_key_len() {
+        if key.len() > self.core.config().max_key_len() {
             return None;
         }
-        let Divert::Proceed = core.policy.before_latch(key);
-        let mut split_at = None;
-        let (old, underfull) = core.retry(|| {
-            let (node, mut x) = core.exclusive_leaf(key)?;
-            let slow_path = x.slow_path();
-            let mut node = NodeMut::new(node, &mut x);
-            let (pos, found) = node.lower_bound(key)?;
-            if !found {
-                return Ok((None, false));
-            }
-            let old = node.value(pos)?;
-            node.remove_at(pos);
-            split_at = core.policy.after_change(&mut node, pos, slow_path);
-            Ok((Some(old), core.is_underfull(&node)))
-        });
-        if old.is_some() {
-            core.counters.add(Counter::Len, -1);
-            core.counters.add(Counter::Removals, 1);
-            if let Some(sep) = split_at {
-                core.contention_split(&sep);
-            } else if underfull {
-                core.try_merge(key, 0);
-            }
-        }
-        core.retry_deferred_merge();
-        core.release_memory_if_many();
-        old
+        self.modify(key, None, |old| {
+            (Edit::<&[u8]>::Remove, old.map(<[u8]>::to_vec))
+        })
+        .unwrap_or(None)
     }
 }

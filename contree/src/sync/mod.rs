@@ -7,8 +7,9 @@
 
 pub mod latch;
 mod parking;
+pub(crate) mod reentry;
 mod striped;
 
-pub use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart, SharedGuard};
+pub use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 pub(crate) use parking::{fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
 pub(crate) use striped::{Counter, StripedCounters};

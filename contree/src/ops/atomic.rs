@@ -1,0 +1,186 @@
+//! The atomic per-key operations: read-modify-write steps on one key, each decided and
+//! applied under the key's leaf latch by the one engine behind `insert` and `remove`
+//! ([`Tree::modify`]), so each is linearizable for its key.
+
+use super::write::Edit;
+use crate::error::Error;
+use crate::Tree;
+
+impl Tree {
+    /// Sets the value of `key` to what `f` makes of the current one, atomically, and
+    /// returns the previous value.
+    ///
+    /// `f` sees the current value (`None` if the key is absent) and returns the new one;
+    /// `None` removes the key (as sled's `fetch_and_update`; unlike std's atomic
+    /// `fetch_update`, where `None` aborts). The new value may have any length up to the
+    /// value limit. Nothing else can change the key between `f` seeing the value and the
+    /// new one being stored: `f` runs under the leaf's exclusive latch.
+    ///
+    /// `f` may run more than once: when the new value does not fit in the leaf, the leaf is
+    /// split and `f` runs again on the value current then; only the last result is stored.
+    /// So `f` should compute, not count (no side effects that must happen once).
+    ///
+    /// Fails with [`Error::KeyTooLarge`], [`Error::ValueTooLarge`] (the value `f`
+    /// returned) or [`Error::OutOfSpace`], leaving the tree unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If `f` calls into this tree (that call would wait for the latch `f` runs under,
+    /// forever): the re-entrant call panics with a message saying so. Calls into other trees
+    /// are fine. If `f` panics, the panic propagates and the key keeps its value.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// let incr = |v: Option<&[u8]>| {
+    ///     let n = v.map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+    ///     Some((n + 1).to_le_bytes().to_vec())
+    /// };
+    /// assert_eq!(tree.fetch_update(b"hits", incr).unwrap(), None);
+    /// assert_eq!(tree.fetch_update(b"hits", incr).unwrap(), Some(1u64.to_le_bytes().to_vec()));
+    /// assert_eq!(tree.get(b"hits"), Some(2u64.to_le_bytes().to_vec()));
+    /// // Values may change length; `None` removes.
+    /// tree.fetch_update(b"hits", |_| Some(b"many".to_vec())).unwrap();
+    /// assert_eq!(tree.get(b"hits"), Some(b"many".to_vec()));
+    /// tree.fetch_update(b"hits", |_| None).unwrap();
+    /// assert!(!tree.contains_key(b"hits"));
+    /// ```
+    pub fn fetch_update(
+        &self,
+        key: &[u8],
+        mut f: impl FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        self.modify(key, Some("fetch_update"), |old| {
+            let edit = match f(old) {
+                Some(new) => Edit::Put(new),
+                None => Edit::Remove,
+            };
+            (edit, old.map(<[u8]>::to_vec))
+        })
+    }
+
+    /// Stores `new` under `key` if its value is `current`, atomically.
+    ///
+    /// `current` and `new` are `None` for "absent": `compare_exchange(k, None, Some(v))`
+    /// inserts only if `k` is absent, `compare_exchange(k, Some(v), None)` removes only if
+    /// the value is `v`. Returns `Ok(Ok(()))` when the value was `current` (and is now
+    /// `new`), `Ok(Err(actual))` with the actual value, unchanged, otherwise. Among threads
+    /// racing to exchange the same `current`, exactly one wins.
+    ///
+    /// Fails with [`Error::KeyTooLarge`], [`Error::ValueTooLarge`] or
+    /// [`Error::OutOfSpace`], leaving the tree unchanged.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// assert_eq!(tree.compare_exchange(b"k", None, Some(b"a")).unwrap(), Ok(()));
+    /// assert_eq!(
+    ///     tree.compare_exchange(b"k", None, Some(b"b")).unwrap(),
+    ///     Err(Some(b"a".to_vec()))
+    /// );
+    /// assert_eq!(tree.compare_exchange(b"k", Some(b"a"), Some(b"bb")).unwrap(), Ok(()));
+    /// assert_eq!(tree.compare_exchange(b"k", Some(b"bb"), None).unwrap(), Ok(()));
+    /// assert!(tree.is_empty());
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn compare_exchange(
+        &self,
+        key: &[u8],
+        current: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<Result<(), Option<Vec<u8>>>, Error> {
+        if let Some(new) = new {
+            self.core.check_value(new)?;
+        }
+        self.modify(key, None, |actual| {
+            if actual == current {
+                (new.map_or(Edit::Remove, Edit::Put), Ok(()))
+            } else {
+                (Edit::Keep, Err(actual.map(<[u8]>::to_vec)))
+            }
+        })
+    }
+
+    /// Removes `key` if `pred` holds for its value, atomically; returns the removed value.
+    ///
+    /// `pred` runs once, under the leaf's exclusive latch, if the key is present. Returns
+    /// `None` if the key is absent or `pred` returned `false`.
+    ///
+    /// # Panics
+    ///
+    /// If `pred` calls into this tree (see [`fetch_update`](Self::fetch_update)). If
+    /// `pred` panics, the panic propagates and the entry stays.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"session", b"expired").unwrap();
+    /// assert_eq!(tree.remove_if(b"session", |v| v == b"live"), None);
+    /// assert_eq!(tree.remove_if(b"session", |v| v == b"expired"), Some(b"expired".to_vec()));
+    /// assert!(tree.is_empty());
+    /// ```
+    pub fn remove_if(&self, key: &[u8], pred: impl FnOnce(&[u8]) -> bool) -> Option<Vec<u8>> {
+        if key.len() > self.core.config().max_key_len() {
+            return None;
+        }
+        let mut pred = Some(pred);
+        self.modify(key, Some("remove_if"), |old| match old {
+            Some(v) if pred.take().is_some_and(|pred| pred(v)) => {
+                (Edit::<&[u8]>::Remove, Some(v.to_vec()))
+            }
+            _ => (Edit::Keep, None),
+        })
+        .unwrap_or(None)
+    }
+
+    /// Inserts `key` with `value` if the key is absent; returns whether it inserted. An
+    /// existing value is left as it is.
+    ///
+    /// Fails with [`Error::KeyTooLarge`], [`Error::ValueTooLarge`] or
+    /// [`Error::OutOfSpace`], leaving the tree unchanged.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// assert!(tree.insert_if_absent(b"id", b"first").unwrap());
+    /// assert!(!tree.insert_if_absent(b"id", b"second").unwrap());
+    /// assert_eq!(tree.get(b"id"), Some(b"first".to_vec()));
+    /// ```
+    pub fn insert_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool, Error> {
+        self.core.check_value(value)?;
+        self.modify(key, None, |old| match old {
+            Some(_) => (Edit::Keep, false),
+            None => (Edit::Put(value), true),
+        })
+    }
+
+    /// The value of `key`, inserting `make()` first if the key is absent.
+    ///
+    /// `make` runs at most once, only when the key was found absent, and holds no latch,
+    /// so it may use the tree. If another thread inserts the key between that check and
+    /// the insert, its value is kept and returned, and what `make` made is dropped.
+    ///
+    /// Fails with [`Error::KeyTooLarge`], [`Error::ValueTooLarge`] or
+    /// [`Error::OutOfSpace`], leaving the tree unchanged.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// let v = tree.get_or_insert_with(b"config", || b"defaults".to_vec()).unwrap();
+    /// assert_eq!(v, b"defaults");
+    /// let v = tree.get_or_insert_with(b"config", || unreachable!()).unwrap();
+    /// assert_eq!(v, b"defaults");
+    /// ```
+    pub fn get_or_insert_with(
+        &self,
+        key: &[u8],
+        make: impl FnOnce() -> Vec<u8>,
+    ) -> Result<Vec<u8>, Error> {
+        self.core.check_key(key)?;
+        if let Some(v) = self.get(key) {
+            return Ok(v);
+        }
+        let value = make();
+        self.core.check_value(&value)?;
+        let existing = self.modify(key, None, |old| match old {
+            Some(v) => (Edit::Keep, Some(v.to_vec())),
+            None => (Edit::Put(&value[..]), None),
+        })?;
+        Ok(existing.unwrap_or(value))
+    }
+}

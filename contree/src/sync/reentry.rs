@@ -1,0 +1,97 @@
+//! The re-entry guard: a thread-local record of the trees whose latch this thread holds
+//! while a user closure runs (`update_with`, `fetch_update`, `remove_if` run their closure
+//! under the leaf's exclusive latch). A call from inside such a closure into the same tree
+//! would wait for the latch its own thread holds, forever; instead every descent checks the
+//! record first and panics with a message that says what happened and what to do instead,
+//! as a re-borrowed `RefCell` does.
+//!
+//! The check is deterministic: it fires for any descent into that tree, whichever key,
+//! so a re-entrant call fails in the first test that makes it, not only when two keys
+//! happen to share a leaf. Calls into other trees work. The record is thread-local, so no
+//! other thread pays for it; the fast path is one thread-local load and a compare.
+
+use std::cell::{Cell, RefCell};
+
+thread_local! {
+    /// How many closures that hold a latch are running on this thread (nested closures on
+    /// several trees each count).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// For each such closure, innermost last: the tree (its core's address) and the name of
+    /// the operation whose closure it is.
+    static HELD: RefCell<Vec<(usize, &'static str)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Panics if this thread runs a closure that holds a latch of the tree at `tree`.
+#[inline(always)]
+pub(crate) fn check(tree: *const ()) {
+    if DEPTH.get() != 0 {
+        check_slow(tree as usize);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn check_slow(tree: usize) {
+    let op = HELD.with(|held| {
+        held.borrow()
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == tree)
+            .map(|(_, op)| *op)
+    });
+    if let Some(op) = op {
+        panic!(
+            "contree: re-entrant call into a Tree from inside the closure passed to \
+             `Tree::{op}` on the same tree. That closure runs while the tree holds the \
+             leaf's exclusive latch, so the call would wait for its own thread forever. \
+             Read what the closure needs before the call, make further calls after it \
+             returns, or use a method whose closure holds no latch (`get_with`, `scan`, \
+             the iterators)."
+        );
+    }
+}
+
+/// Marks a closure of operation `op` on the tree at `tree` as running under a latch, until
+/// the mark is dropped (also when the closure panics).
+pub(crate) struct InClosure {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl InClosure {
+    #[inline]
+    pub(crate) fn enter(tree: *const (), op: &'static str) -> InClosure {
+        HELD.with(|held| held.borrow_mut().push((tree as usize, op)));
+        DEPTH.set(DEPTH.get() + 1);
+        InClosure {
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for InClosure {
+    #[inline]
+    fn drop(&mut self) {
+        DEPTH.set(DEPTH.get() - 1);
+        HELD.with(|held| held.borrow_mut().pop());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_marked_tree_is_refused() {
+        let (x, y) = (0u8, 0u8);
+        let (a, b) = (&x as *const u8 as *const (), &y as *const u8 as *const ());
+        check(a);
+        {
+            let _m = InClosure::enter(a, "update_with");
+            check(b);
+            let r = std::panic::catch_unwind(|| check(a));
+            let msg = *r.unwrap_err().downcast::<String>().unwrap();
+            assert!(msg.contains("Tree::update_with"), "{msg}");
+        }
+        check(a);
+    }
+}
