@@ -350,19 +350,35 @@ fn filled() -> Arc<Tree> {
 
 /// Every re-entrant call from inside a latch-holding closure panics with the guard's
 /// message, for a key of the same leaf and of another one.
-fn assert_reentry_panics(op: &'static str, run: fn(&Tree, &dyn Fn(&Tree))) {
-    let calls: [(&str, fn(&Tree)); 7] = [
-        ("get", |t| drop(t.get(&5u32.to_be_bytes()))),
+/// A call into the tree, by name.
+type Call = (&'static str, fn(&Tree));
+
+/// Runs a latch-holding closure of the tree that makes the given call.
+type Holder = fn(&Tree, &dyn Fn(&Tree));
+
+fn assert_reentry_panics(op: &'static str, run: Holder) {
+    let calls: [Call; 7] = [
+        ("get", |t| {
+            let _ = t.get(&5u32.to_be_bytes());
+        }),
         ("contains_key", |t| {
-            drop(t.contains_key(&1999u32.to_be_bytes()))
+            let _ = t.contains_key(&1999u32.to_be_bytes());
         }),
-        ("insert", |t| drop(t.insert(&6u32.to_be_bytes(), b"x"))),
+        ("insert", |t| {
+            let _ = t.insert(&6u32.to_be_bytes(), b"x");
+        }),
         ("update_with", |t| {
-            drop(t.update_with(&5u32.to_be_bytes(), |_| ()))
+            let _ = t.update_with(&5u32.to_be_bytes(), |_| ());
         }),
-        ("remove", |t| drop(t.remove(&7u32.to_be_bytes()))),
-        ("iter", |t| drop(t.iter().count())),
-        ("fetch_update", |t| drop(t.fetch_update(b"z", |_| None))),
+        ("remove", |t| {
+            let _ = t.remove(&7u32.to_be_bytes());
+        }),
+        ("iter", |t| {
+            let _ = t.iter().count();
+        }),
+        ("fetch_update", |t| {
+            let _ = t.fetch_update(b"z", |_| None);
+        }),
     ];
     for (name, call) in calls {
         let tree = filled();
@@ -467,4 +483,51 @@ fn a_panic_in_a_closure_leaves_the_value_and_the_tree() {
     tree.insert(&key, b"works").unwrap();
     assert_eq!(tree.len(), 2_000);
     tree.check_invariants().unwrap();
+}
+
+// ---- the typed layer -------------------------------------------------------------------
+
+#[test]
+fn typed_counters_lose_nothing_and_values_may_grow() {
+    let map: contree::TreeMap<String, u64> = contree::TreeMap::new();
+    let names: contree::TreeMap<u32, String> = contree::TreeMap::new();
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let (map, names) = (&map, &names);
+            s.spawn(move || {
+                for i in 0..5_000u32 {
+                    let key = format!("counter-{}", (i + t) % 8);
+                    map.fetch_update(key.as_str(), |n| Some(n.unwrap_or(0) + 1))
+                        .unwrap();
+                    names.get_or_insert_with(&(i % 50), String::new).unwrap();
+                    names
+                        .update_with(&(i % 50), |s| s.push(char::from(b'a' + t as u8)))
+                        .unwrap()
+                        .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(map.iter().map(|(_, n)| n).sum::<u64>(), 20_000);
+    assert_eq!(names.iter().map(|(_, s)| s.len()).sum::<usize>(), 20_000);
+    assert_eq!(map.remove_if("counter-0", |n| *n == 2_500), Some(2_500));
+    assert_eq!(
+        map.compare_exchange("counter-1", Some(&2_500), None),
+        Ok(Ok(()))
+    );
+    assert_eq!(map.len(), 6);
+}
+
+#[test]
+fn typed_reentry_panics_instead_of_hanging() {
+    let map = Arc::new(contree::TreeMap::<u32, u32>::new());
+    map.insert(&1, &1).unwrap();
+    let m = map.clone();
+    let msg = watchdog(move || {
+        m.update_with(&1, |v| *v = m.get(&1).unwrap()).unwrap();
+    })
+    .unwrap_err();
+    assert!(msg.contains("Tree::fetch_update"), "{msg}");
+    let m = map.clone();
+    watchdog(move || assert_eq!(m.get_with(&1, |v| m.get(v)), Some(Some(1)))).unwrap();
 }

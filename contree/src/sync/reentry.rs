@@ -42,7 +42,8 @@ fn check_slow(tree: usize) {
     if let Some(op) = op {
         panic!(
             "contree: re-entrant call into a Tree from inside the closure passed to \
-             `Tree::{op}` on the same tree. That closure runs while the tree holds the \
+             `Tree::{op}` (or to a `TreeMap` method built on it) on the same tree. That \
+             closure runs while the tree holds the \
              leaf's exclusive latch, so the call would wait for its own thread forever. \
              Read what the closure needs before the call, make further calls after it \
              returns, or use a method whose closure holds no latch (`get_with`, `scan`, \

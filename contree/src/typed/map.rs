@@ -110,9 +110,17 @@ fn with_buffer<R>(slot: &'static LocalKey<Cell<Vec<u8>>>, f: impl FnOnce(&mut Ve
 }
 
 /// Runs `f` with the stored form of `key`.
-fn with_key<Q: KeyEncode + ?Sized, R>(key: &Q, f: impl FnOnce(&[u8]) -> R) -> R {
+pub(super) fn with_key<Q: KeyEncode + ?Sized, R>(key: &Q, f: impl FnOnce(&[u8]) -> R) -> R {
     with_buffer(&KEY_BUFFER, |buffer| {
         key.encode_key_last(buffer);
+        f(buffer)
+    })
+}
+
+/// Runs `f` with the stored form of `value`.
+pub(super) fn with_value<V: ValueCodec, R>(value: &V, f: impl FnOnce(&[u8]) -> R) -> R {
+    with_buffer(&VALUE_BUFFER, |buffer| {
+        value.encode_value_last(buffer);
         f(buffer)
     })
 }
