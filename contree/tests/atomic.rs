@@ -527,7 +527,7 @@ fn typed_reentry_panics_instead_of_hanging() {
         m.update_with(&1, |v| *v = m.get(&1).unwrap()).unwrap();
     })
     .unwrap_err();
-    assert!(msg.contains("Tree::fetch_update"), "{msg}");
+    assert!(msg.contains("Tree::update_with"), "{msg}");
     let m = map.clone();
     watchdog(move || assert_eq!(m.get_with(&1, |v| m.get(v)), Some(Some(1)))).unwrap();
 }

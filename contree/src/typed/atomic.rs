@@ -44,12 +44,18 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         K: Borrow<Q>,
         Q: KeyEncode + ?Sized,
     {
-        let old = with_key(key, |key| {
-            self.as_tree().fetch_update(key, |old| {
-                f(old.and_then(V::decode_value_last)).map(|new| new.to_value_bytes())
+        // The tree's engine directly: the previous value is decoded in place, not copied.
+        with_key(key, |key| {
+            self.as_tree().modify(key, Some("fetch_update"), |old| {
+                // Decoded twice: once for `f` to own, once to return (`V` need not be
+                // `Clone`).
+                let edit = match f(old.and_then(V::decode_value_last)) {
+                    Some(new) => Edit::Put(new.to_value_bytes()),
+                    None => Edit::Remove,
+                };
+                (edit, old.and_then(V::decode_value_last))
             })
-        })?;
-        Ok(old.and_then(|old| V::decode_value_last(&old)))
+        })
     }
 
     /// Changes the value of `key` with `f`, atomically; returns what `f` returns, or `None`
@@ -83,24 +89,18 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         K: Borrow<Q>,
         Q: KeyEncode + ?Sized,
     {
-        let mut out = None;
         with_key(key, |key| {
-            self.as_tree().fetch_update(key, |old| {
-                let old = old?;
-                match V::decode_value_last(old) {
+            self.as_tree().modify(key, Some("update_with"), |old| {
+                // A value that does not decode is absent for the map, and kept as it is.
+                match old.and_then(V::decode_value_last) {
                     Some(mut value) => {
-                        out = Some(f(&mut value));
-                        Some(value.to_value_bytes())
+                        let out = f(&mut value);
+                        (Edit::Put(value.to_value_bytes()), Some(out))
                     }
-                    // Not a valid encoding: absent for the map, and kept as it is.
-                    None => {
-                        out = None;
-                        Some(old.to_vec())
-                    }
+                    None => (Edit::Keep, None),
                 }
             })
-        })?;
-        Ok(out)
+        })
     }
 
     /// Runs `f` on the value of `key`; returns what it returns, or `None` if the key is
