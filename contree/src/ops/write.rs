@@ -167,7 +167,16 @@ impl Tree {
     }
 
     /// Changes the value of `key` in place under the leaf's exclusive latch and returns what
-    /// `f` returns, or `None` if the key is absent. The value keeps its length.
+    /// `f` returns, or `None` if the key is absent. The value keeps its length (use
+    /// [`fetch_update`](Self::fetch_update) to change it); this is the cheapest atomic
+    /// read-modify-write, with no allocation. `f` runs exactly once if the key is present.
+    ///
+    /// # Panics
+    ///
+    /// If `f` calls into this tree: that call would wait for the latch `f` runs under,
+    /// forever, so it panics with a message saying so (calls into other trees are fine).
+    /// If `f` panics, the panic propagates, the latch is released and the tree stays valid;
+    /// what `f` wrote into the value before panicking stays written.
     ///
     /// ```
     /// let tree = contree::Tree::new();
