@@ -58,7 +58,7 @@ mod typed;
 pub use bytes::Bytes;
 pub use config::Config;
 pub use error::Error;
-pub use ops::{Cursor, KeyRange, Range, GET_WITH_INLINE};
+pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
 pub use stats::Stats;
 pub use sync::latch;
 pub use tree::Tree;

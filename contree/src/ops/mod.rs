@@ -1,14 +1,18 @@
 //! The operations of [`Tree`](crate::Tree), each with its docs and its code in one place:
-//! point reads (`read`), point writes (`write`) and ranges (`scan`).
+//! point reads (`read`), point writes (`write`), the atomic per-key operations (`atomic`),
+//! ranges (`scan`, `prefix`, `keys`), popping an end (`pop`), removing many entries
+//! (`drain`), batches (`batch`) and the std collection traits (`collection`).
 
 mod atomic;
 mod bounds;
 mod cursor;
+mod keys;
 mod read;
 mod scan;
 pub(crate) mod write;
 
 pub use bounds::KeyRange;
 pub use cursor::Cursor;
+pub use keys::{Keys, Values};
 pub use read::GET_WITH_INLINE;
 pub use scan::Range;

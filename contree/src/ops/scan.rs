@@ -157,11 +157,11 @@ impl<'t> Range<'t> {
     }
 }
 
-impl Iterator for Range<'_> {
-    type Item = Entry;
-
+impl Range<'_> {
+    /// The next entry from the front, passed to `copy` (which copies what the caller
+    /// wants of it); `None` once the range is used up.
     #[inline]
-    fn next(&mut self) -> Option<Entry> {
+    pub(crate) fn next_with<T>(&mut self, copy: impl FnOnce(&[u8], &[u8]) -> T) -> Option<T> {
         if self.finished {
             return None;
         }
@@ -172,18 +172,20 @@ impl Iterator for Range<'_> {
             seek_start(&mut self.front, self.start.as_ref().map(Bytes::as_slice))
         };
         match self.front_entry(moved) {
-            Some((k, v)) => Some((Bytes::copy_from_slice(k), Bytes::copy_from_slice(v))),
+            Some((k, v)) => Some(copy(k, v)),
             None => {
                 self.finished = true;
                 None
             }
         }
     }
-}
 
-impl DoubleEndedIterator for Range<'_> {
+    /// As [`next_with`](Self::next_with), from the back.
     #[inline]
-    fn next_back(&mut self) -> Option<Entry> {
+    pub(crate) fn next_back_with<T>(
+        &mut self,
+        copy: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Option<T> {
         if self.finished {
             return None;
         }
@@ -194,7 +196,7 @@ impl DoubleEndedIterator for Range<'_> {
             seek_end(&mut self.back, self.end.as_ref().map(Bytes::as_slice))
         };
         match self.back_entry(moved) {
-            Some((k, v)) => Some((Bytes::copy_from_slice(k), Bytes::copy_from_slice(v))),
+            Some((k, v)) => Some(copy(k, v)),
             None => {
                 self.finished = true;
                 None
@@ -203,8 +205,33 @@ impl DoubleEndedIterator for Range<'_> {
     }
 }
 
+/// Copies an entry out of a cursor.
+#[inline]
+fn copy_entry(k: &[u8], v: &[u8]) -> Entry {
+    (Bytes::copy_from_slice(k), Bytes::copy_from_slice(v))
+}
+
+impl Iterator for Range<'_> {
+    type Item = Entry;
+
+    #[inline]
+    fn next(&mut self) -> Option<Entry> {
+        self.next_with(copy_entry)
+    }
+}
+
+impl DoubleEndedIterator for Range<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Entry> {
+        self.next_back_with(copy_entry)
+    }
+}
+
+/// Once a range returned `None`, it returns `None` for good, from either end.
+impl std::iter::FusedIterator for Range<'_> {}
+
 /// A bound over borrowed bytes, copied.
-fn owned_bound(b: Bound<&[u8]>) -> Bound<Bytes> {
+pub(crate) fn owned_bound(b: Bound<&[u8]>) -> Bound<Bytes> {
     b.map(Bytes::copy_from_slice)
 }
 
