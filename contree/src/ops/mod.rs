@@ -7,6 +7,7 @@ mod atomic;
 mod bounds;
 mod cursor;
 mod keys;
+mod pop;
 mod prefix;
 mod read;
 mod scan;
