@@ -6,6 +6,7 @@
 mod atomic;
 mod bounds;
 mod cursor;
+mod drain;
 mod keys;
 mod pop;
 mod prefix;
