@@ -4,6 +4,7 @@
 //! (`drain`), batches (`batch`) and the std collection traits (`collection`).
 
 mod atomic;
+mod batch;
 mod bounds;
 mod cursor;
 mod drain;
