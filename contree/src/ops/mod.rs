@@ -6,6 +6,7 @@
 mod atomic;
 mod batch;
 mod bounds;
+mod collection;
 mod cursor;
 mod drain;
 mod keys;
