@@ -80,7 +80,7 @@ impl Tree {
     /// assert_eq!(new, 2);
     /// assert_eq!(tree.get(b"b"), Some(b"2".to_vec()));
     /// // An oversized value anywhere in the batch: nothing is written.
-    /// let huge = vec![0u8; 1 << 20];
+    /// let huge = vec![0u8; tree.config().max_value_len() + 1];
     /// let err = tree.insert_many([(&b"d"[..], &b""[..]), (b"e", &huge)]).unwrap_err();
     /// assert!(matches!(err, Error::ValueTooLarge { .. }));
     /// assert!(!tree.contains_key(b"d"));

@@ -182,10 +182,7 @@ impl Range<'_> {
 
     /// As [`next_with`](Self::next_with), from the back.
     #[inline]
-    pub(crate) fn next_back_with<T>(
-        &mut self,
-        copy: impl FnOnce(&[u8], &[u8]) -> T,
-    ) -> Option<T> {
+    pub(crate) fn next_back_with<T>(&mut self, copy: impl FnOnce(&[u8], &[u8]) -> T) -> Option<T> {
         if self.finished {
             return None;
         }

@@ -1,0 +1,553 @@
+//! The std surface of `Tree`: property tests of every multi-entry operation against std's
+//! `BTreeMap` as the oracle, and concurrency tests of the ones that promise something under
+//! concurrent callers.
+//!
+//! Covered against the oracle: `scan_prefix` (prefixes with trailing `0xFF` bytes and the
+//! empty prefix, consumed from both ends), `pop_first`, `pop_last`, `retain`, `clear`,
+//! `remove_range` (every kind of bound, including the `&[u8]`, `Vec<u8>` and array forms
+//! and `..`), `keys`, `values`, `insert_many` (duplicate keys, refused input, running out of
+//! space midway), `get_many` (duplicates, absent keys), `FromIterator`, `Extend` and
+//! `IntoIterator for &Tree`. Keys come from a tiny alphabet that includes `0x00` and `0xFF`
+//! (many shared prefixes); bulk inserts make the sequences cross splits and merges on
+//! 4 KiB pages.
+//!
+//! Concurrency: 8 threads of `pop_first`, of `pop_last` and of both hand out every entry
+//! exactly once; `retain` racing with `compare_exchange` removes exactly the entries whose
+//! value it judged. `Tree` is usable across `catch_unwind`.
+//!
+//! `PROPTEST_CASES` overrides the case counts. Run:
+//! `cargo test -p contree --release --test collection`.
+
+use contree::{Bytes, Config, Error, Tree};
+use proptest::prelude::*;
+use proptest::test_runner::{Config as PropConfig, TestCaseError};
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Bound;
+use std::sync::Barrier;
+
+type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
+
+// ---- generators -------------------------------------------------------------------------
+
+/// A short key over a tiny alphabet with both extreme bytes: shared prefixes, prefixes that
+/// end in `0xFF`, the empty key.
+fn key() -> impl Strategy<Value = Vec<u8>> + Clone {
+    prop::collection::vec(prop::sample::select(vec![0u8, 1, b'a', 0xFE, 0xFF]), 0..5)
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> + Clone {
+    prop_oneof![
+        4 => prop::collection::vec(any::<u8>(), 0..8),
+        1 => prop::collection::vec(any::<u8>(), 0..300),
+    ]
+}
+
+fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
+    prop_oneof![
+        1 => Just(Bound::Unbounded),
+        2 => key().prop_map(Bound::Included),
+        2 => key().prop_map(Bound::Excluded),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(Vec<u8>, Vec<u8>),
+    /// Inserts `count` keys `base ++ i.to_be_bytes()` with `len`-byte values: enough to
+    /// split leaves.
+    Bulk {
+        base: Vec<u8>,
+        count: u16,
+        len: usize,
+    },
+    /// `scan_prefix`, consumed by `steps` (true: `next`, false: `next_back`), then drained
+    /// alternately from both ends.
+    ScanPrefix(Vec<u8>, Vec<bool>),
+    PopFirst,
+    PopLast,
+    /// `retain` keeping the entries whose key and value bytes sum to a residue other than
+    /// `drop` modulo `modulus`.
+    Retain {
+        modulus: u8,
+        drop: u8,
+    },
+    RemoveRange(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Clear,
+    Keys(Vec<bool>),
+    Values(Vec<bool>),
+    InsertMany(Vec<(Vec<u8>, Vec<u8>)>),
+    /// `insert_many` of a batch with one oversized value at position `bad % len`.
+    InsertManyRefused(Vec<(Vec<u8>, Vec<u8>)>, usize),
+    GetMany(Vec<Vec<u8>>),
+    Extend(Vec<(Vec<u8>, Vec<u8>)>),
+    Check,
+}
+
+fn entries(max: usize) -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
+    prop::collection::vec((key(), value()), 0..max)
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let steps = || prop::collection::vec(any::<bool>(), 0..12);
+    prop_oneof![
+        8 => (key(), value()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => (key(), 1u16..600, 0usize..40).prop_map(|(base, count, len)| Op::Bulk { base, count, len }),
+        4 => (key(), steps()).prop_map(|(p, s)| Op::ScanPrefix(p, s)),
+        3 => Just(Op::PopFirst),
+        3 => Just(Op::PopLast),
+        2 => (1u8..5, 0u8..5).prop_map(|(modulus, drop)| Op::Retain { modulus, drop }),
+        3 => (bound(), bound()).prop_map(|(lo, hi)| Op::RemoveRange(lo, hi)),
+        1 => Just(Op::Clear),
+        2 => steps().prop_map(Op::Keys),
+        2 => steps().prop_map(Op::Values),
+        3 => entries(40).prop_map(Op::InsertMany),
+        1 => (entries(10), any::<usize>()).prop_map(|(e, bad)| Op::InsertManyRefused(e, bad)),
+        3 => prop::collection::vec(key(), 0..20).prop_map(Op::GetMany),
+        2 => entries(20).prop_map(Op::Extend),
+        1 => Just(Op::Check),
+    ]
+}
+
+// ---- checking ---------------------------------------------------------------------------
+
+/// Consumes `it` by `steps`, then alternately from both ends, and compares with `want`.
+fn drain_both_ends<T: PartialEq + std::fmt::Debug>(
+    mut it: impl DoubleEndedIterator<Item = T>,
+    want: &[T],
+    steps: &[bool],
+    what: &str,
+) -> Result<(), TestCaseError> {
+    let (mut lo, mut hi) = (0, want.len());
+    for (i, &front) in steps
+        .iter()
+        .chain([true, false].iter().cycle().take(want.len() + 2))
+        .enumerate()
+    {
+        let got = if front { it.next() } else { it.next_back() };
+        let expected = if lo == hi {
+            None
+        } else if front {
+            lo += 1;
+            Some(&want[lo - 1])
+        } else {
+            hi -= 1;
+            Some(&want[hi])
+        };
+        prop_assert_eq!(
+            got.as_ref(),
+            expected,
+            "{} step {} (front: {})",
+            what,
+            i,
+            front
+        );
+    }
+    Ok(())
+}
+
+fn matches_rule(k: &[u8], v: &[u8], modulus: u8, drop: u8) -> bool {
+    let sum: u32 = k.iter().chain(v).map(|&b| b as u32).sum();
+    sum % modulus as u32 == drop as u32 % modulus as u32
+}
+
+fn in_range(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Unbounded => true,
+        Bound::Included(b) => k >= &b[..],
+        Bound::Excluded(b) => k > &b[..],
+    };
+    let below = match hi {
+        Bound::Unbounded => true,
+        Bound::Included(b) => k <= &b[..],
+        Bound::Excluded(b) => k < &b[..],
+    };
+    above && below
+}
+
+fn compare_all(tree: &Tree, oracle: &Oracle) -> Result<(), TestCaseError> {
+    let got: Vec<(Vec<u8>, Vec<u8>)> = tree
+        .into_iter()
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = oracle.clone().into_iter().collect();
+    prop_assert_eq!(got, want, "contents");
+    prop_assert_eq!(tree.len(), oracle.len(), "len");
+    Ok(())
+}
+
+fn apply(tree: &mut Tree, oracle: &mut Oracle, op: &Op) -> Result<(), TestCaseError> {
+    match op {
+        Op::Insert(k, v) => {
+            prop_assert_eq!(
+                tree.insert(k, v).unwrap(),
+                oracle.insert(k.clone(), v.clone())
+            );
+        }
+        Op::Bulk { base, count, len } => {
+            for i in 0..*count {
+                let mut k = base.clone();
+                k.extend_from_slice(&i.to_be_bytes());
+                let v = vec![i as u8; *len];
+                prop_assert_eq!(tree.insert(&k, &v).unwrap(), oracle.insert(k, v));
+            }
+        }
+        Op::ScanPrefix(prefix, steps) => {
+            let want: Vec<(Bytes, Bytes)> = oracle
+                .iter()
+                .filter(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| (Bytes::from(&k[..]), Bytes::from(&v[..])))
+                .collect();
+            drain_both_ends(tree.scan_prefix(prefix), &want, steps, "scan_prefix")?;
+            // The `&str`-free forms: slices, vectors, arrays.
+            prop_assert_eq!(tree.scan_prefix(&prefix[..]).count(), want.len());
+            prop_assert_eq!(tree.scan_prefix(prefix.clone()).count(), want.len());
+        }
+        Op::PopFirst => {
+            prop_assert_eq!(tree.pop_first(), oracle.pop_first());
+        }
+        Op::PopLast => {
+            prop_assert_eq!(tree.pop_last(), oracle.pop_last());
+        }
+        Op::Retain { modulus, drop } => {
+            let mut seen = Vec::new();
+            tree.retain(|k, v| {
+                seen.push(k.to_vec());
+                !matches_rule(k, v, *modulus, *drop)
+            });
+            // Without concurrent writers, `f` sees every key once, in order.
+            let keys: Vec<Vec<u8>> = oracle.keys().cloned().collect();
+            prop_assert_eq!(seen, keys, "keys retain judged");
+            oracle.retain(|k, v| !matches_rule(k, v, *modulus, *drop));
+        }
+        Op::RemoveRange(lo, hi) => {
+            let doomed: Vec<Vec<u8>> = oracle
+                .keys()
+                .filter(|k| in_range(k, lo, hi))
+                .cloned()
+                .collect();
+            let removed = match (lo, hi) {
+                (Bound::Unbounded, Bound::Unbounded) => tree.remove_range(..),
+                (Bound::Included(a), Bound::Excluded(b)) => tree.remove_range(&a[..]..&b[..]),
+                (Bound::Included(a), Bound::Included(b)) => {
+                    tree.remove_range(a.clone()..=b.clone())
+                }
+                (Bound::Included(a), Bound::Unbounded) => tree.remove_range(&a[..]..),
+                (Bound::Unbounded, Bound::Excluded(b)) => tree.remove_range(..b.clone()),
+                (Bound::Unbounded, Bound::Included(b)) => tree.remove_range(..=&b[..]),
+                _ => tree.remove_range((lo.clone(), hi.clone())),
+            };
+            prop_assert_eq!(removed, doomed.len(), "remove_range count");
+            for k in doomed {
+                oracle.remove(&k);
+            }
+        }
+        Op::Clear => {
+            tree.clear();
+            oracle.clear();
+            prop_assert!(tree.is_empty());
+        }
+        Op::Keys(steps) => {
+            let want: Vec<Bytes> = oracle.keys().map(|k| Bytes::from(&k[..])).collect();
+            drain_both_ends(tree.keys(), &want, steps, "keys")?;
+        }
+        Op::Values(steps) => {
+            let want: Vec<Bytes> = oracle.values().map(|v| Bytes::from(&v[..])).collect();
+            drain_both_ends(tree.values(), &want, steps, "values")?;
+        }
+        Op::InsertMany(batch) => {
+            let before = oracle.len();
+            for (k, v) in batch {
+                oracle.insert(k.clone(), v.clone());
+            }
+            // Borrowed pairs here, owned ones in `Extend`.
+            let new = tree
+                .insert_many(batch.iter().map(|(k, v)| (&k[..], &v[..])))
+                .unwrap();
+            prop_assert_eq!(new, oracle.len() - before, "insert_many: new keys");
+        }
+        Op::InsertManyRefused(batch, bad) => {
+            let mut batch = batch.clone();
+            batch.push((b"x".to_vec(), b"y".to_vec()));
+            let at = bad % batch.len();
+            batch[at].1 = vec![0; tree.config().max_value_len() + 1];
+            let err = tree.insert_many(batch).unwrap_err();
+            prop_assert!(matches!(err, Error::ValueTooLarge { .. }), "{:?}", err);
+            // Nothing changed: checked by the next comparison.
+            compare_all(tree, oracle)?;
+        }
+        Op::GetMany(keys) => {
+            let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| oracle.get(k).cloned()).collect();
+            prop_assert_eq!(tree.get_many(keys), want);
+        }
+        Op::Extend(batch) => {
+            tree.extend(batch.iter().cloned());
+            oracle.extend(batch.iter().cloned());
+        }
+        Op::Check => {
+            tree.check_invariants().map_err(TestCaseError::fail)?;
+            compare_all(tree, oracle)?;
+        }
+    }
+    Ok(())
+}
+
+fn prop_config(cases: u32) -> PropConfig {
+    PropConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cases),
+        failure_persistence: None,
+        max_shrink_iters: 2048,
+        ..PropConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(prop_config(512))]
+
+    /// Random sequences of the multi-entry operations (and inserts that grow the tree)
+    /// against `BTreeMap`, on 4 KiB pages with and without merging.
+    #[test]
+    fn std_surface_matches_btreemap(
+        merge in prop::sample::select(vec![0.0, 0.25]),
+        ops in prop::collection::vec(op(), 1..60),
+    ) {
+        let mut tree = Tree::with_config(Config { merge_threshold: merge, ..Config::default() })
+            .unwrap();
+        let mut oracle = Oracle::new();
+        for op in &ops {
+            apply(&mut tree, &mut oracle, op)?;
+        }
+        tree.check_invariants().map_err(TestCaseError::fail)?;
+        compare_all(&tree, &oracle)?;
+    }
+
+    /// `collect` into a tree equals `collect` into a `BTreeMap` (the last value of a key
+    /// wins).
+    #[test]
+    fn from_iterator_matches_btreemap(batch in entries(300)) {
+        let tree: Tree = batch.iter().cloned().collect();
+        let oracle: Oracle = batch.into_iter().collect();
+        tree.check_invariants().map_err(TestCaseError::fail)?;
+        compare_all(&tree, &oracle)?;
+    }
+
+    /// `insert_many` that runs out of space midway leaves the tree as it was, including
+    /// the values its batch replaced (with longer and shorter ones).
+    #[test]
+    fn insert_many_out_of_space_changes_nothing(
+        seed in 0u32..1000,
+        present in 0u32..400,
+        fresh in 3000u32..6000,
+    ) {
+        let tree = Tree::with_config(Config { max_memory: 24 * 4096, ..Config::default() })
+            .unwrap();
+        let mut oracle = Oracle::new();
+        for i in 0..present {
+            let (k, v) = (i.to_be_bytes().to_vec(), vec![(i ^ seed) as u8; (i % 30) as usize]);
+            tree.insert(&k, &v).unwrap();
+            oracle.insert(k, v);
+        }
+        // Replace every present key (some values grow, some shrink) and add `fresh` new
+        // keys with 100-byte values: more than 24 pages hold.
+        let batch: Vec<(Vec<u8>, Vec<u8>)> = (0..present + fresh)
+            .rev()
+            .map(|i| (i.to_be_bytes().to_vec(), vec![seed as u8; ((i + seed) % 100) as usize + 1]))
+            .collect();
+        match tree.insert_many(batch) {
+            Err(Error::OutOfSpace { .. }) => {}
+            other => prop_assert!(false, "expected OutOfSpace, got {:?}", other),
+        }
+        tree.check_invariants().map_err(TestCaseError::fail)?;
+        compare_all(&tree, &oracle)?;
+    }
+}
+
+// ---- deterministic tests ----------------------------------------------------------------
+
+#[test]
+fn range_forms_compile_and_agree() {
+    let tree: Tree = (0u8..10).map(|i| ([i], [i])).collect();
+    let (a, b) = (vec![2u8], vec![5u8]);
+    assert_eq!(tree.range(..).count(), 10);
+    assert_eq!(tree.range(&a[..]..&b[..]).count(), 3);
+    assert_eq!(tree.range(a.clone()..b.clone()).count(), 3);
+    assert_eq!(tree.range([2u8]..[5u8]).count(), 3);
+    assert_eq!(tree.range(&[2u8]..=&[5u8]).count(), 4);
+    assert_eq!(tree.range([7u8]..).count(), 3);
+    assert_eq!(tree.range(..=b.clone()).count(), 6);
+    assert_eq!(tree.range_of(&a[..]..&b[..]).count(), 3);
+    assert_eq!(tree.remove_range([8u8]..), 2);
+    assert_eq!(tree.remove_range(..[1u8]), 1);
+    assert_eq!(tree.keys().count(), 7);
+}
+
+#[test]
+fn scan_prefix_at_the_ends_of_the_byte_range() {
+    let tree = Tree::new();
+    for k in [
+        &[][..],
+        &[0],
+        &[0, 0xFF],
+        &[0xFE, 0xFF],
+        &[0xFF],
+        &[0xFF, 0xFF],
+        &[0xFF, 0xFF, 0],
+    ] {
+        tree.insert(k, b"").unwrap();
+    }
+    assert_eq!(tree.scan_prefix(b"").count(), 7);
+    assert_eq!(tree.scan_prefix([0]).count(), 2);
+    assert_eq!(tree.scan_prefix([0xFE]).count(), 1);
+    assert_eq!(tree.scan_prefix([0xFF]).count(), 3);
+    assert_eq!(tree.scan_prefix([0xFF, 0xFF]).count(), 2);
+    assert_eq!(tree.scan_prefix([0xFF, 0xFF, 0, 0]).count(), 0);
+}
+
+#[test]
+fn retain_closure_may_use_the_tree() {
+    let tree: Tree = (0u32..2000)
+        .map(|i| (i.to_be_bytes(), i.to_le_bytes()))
+        .collect();
+    // `f` runs with no latch held: it may read and write the same tree.
+    tree.retain(|k, v| {
+        assert_eq!(tree.get(k).as_deref(), Some(v));
+        tree.insert(b"\x00", k).unwrap(); // behind the scan: not judged
+        u32::from_le_bytes(v.try_into().unwrap()) % 3 == 0
+    });
+    assert_eq!(tree.len(), 667 + 1);
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+fn catch_unwind_around_tree_calls() {
+    let tree = Tree::new();
+    tree.insert(b"k", b"v").unwrap();
+    let got = std::panic::catch_unwind(|| tree.get(b"k")).unwrap();
+    assert_eq!(got, Some(b"v".to_vec()));
+    // A panic in a closure leaves the tree usable.
+    let r = std::panic::catch_unwind(|| tree.retain(|_, _| panic!("boom")));
+    assert!(r.is_err());
+    assert_eq!(tree.get(b"k"), Some(b"v".to_vec()));
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "use Tree::insert_many")]
+fn extend_panics_on_a_refused_entry() {
+    let mut tree = Tree::new();
+    let too_long = tree.config().max_value_len() + 1;
+    tree.extend([(b"k".to_vec(), vec![0u8; too_long])]);
+}
+
+#[test]
+fn debug_shows_len() {
+    let tree: Tree = [("a", "1")].into_iter().collect();
+    let s = format!("{tree:?}");
+    assert!(s.contains("len: 1"), "{s}");
+    assert!(format!("{:?}", tree.keys()).contains("Range"));
+}
+
+// ---- concurrency ------------------------------------------------------------------------
+
+const THREADS: usize = 8;
+
+/// Fills a tree with `n` entries whose value is the key, then runs `THREADS` threads that
+/// pop (from the front if `front(thread)`, else from the back) until the tree is empty, and
+/// checks that every entry was handed out exactly once, with its value.
+fn pop_exactly_once(n: u32, front: impl Fn(usize) -> bool + Sync) {
+    let tree: Tree = (0..n).map(|i| (i.to_be_bytes(), i.to_be_bytes())).collect();
+    let barrier = Barrier::new(THREADS);
+    let popped: Vec<Vec<(Vec<u8>, Vec<u8>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (tree, barrier, front) = (&tree, &barrier, &front);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut mine = Vec::new();
+                    let pop = || {
+                        if front(t) {
+                            tree.pop_first()
+                        } else {
+                            tree.pop_last()
+                        }
+                    };
+                    while let Some(e) = pop() {
+                        mine.push(e);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut seen = HashSet::new();
+    for (k, v) in popped.iter().flatten() {
+        assert_eq!(k, v, "value of {k:?}");
+        assert!(seen.insert(k.clone()), "{k:?} popped twice");
+    }
+    assert_eq!(seen.len(), n as usize, "entries lost");
+    // Each thread's pops from one end are in order.
+    for (t, mine) in popped.iter().enumerate() {
+        let ordered = mine.windows(2).all(|w| (w[0].0 < w[1].0) == front(t));
+        assert!(ordered, "thread {t} popped out of order");
+    }
+    assert!(tree.is_empty());
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+fn concurrent_pop_first_hands_out_every_entry_once() {
+    pop_exactly_once(20_000, |_| true);
+}
+
+#[test]
+fn concurrent_pop_last_hands_out_every_entry_once() {
+    pop_exactly_once(20_000, |_| false);
+}
+
+#[test]
+fn concurrent_pops_from_both_ends_hand_out_every_entry_once() {
+    pop_exactly_once(20_000, |t| t % 2 == 0);
+}
+
+/// `retain` dropping every "old" value races with threads that change "old" to "new" by
+/// `compare_exchange`: a key whose exchange won must survive (with "new"), a key whose
+/// exchange lost must be gone: retain never removes a value it did not judge.
+#[test]
+fn retain_races_with_compare_exchange() {
+    let n = 20_000u32;
+    let tree: Tree = (0..n).map(|i| (i.to_be_bytes(), *b"old")).collect();
+    let won: Vec<Vec<u32>> = std::thread::scope(|s| {
+        let changers: Vec<_> = (0..3u32)
+            .map(|t| {
+                let tree = &tree;
+                s.spawn(move || {
+                    (0..n)
+                        .filter(|i| i % 3 == t)
+                        .filter(|i| {
+                            let k = i.to_be_bytes();
+                            tree.compare_exchange(&k, Some(&b"old"[..]), Some(&b"new"[..]))
+                                .unwrap()
+                                .is_ok()
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        tree.retain(|_, v| v != b"old");
+        changers.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let won: HashSet<u32> = won.into_iter().flatten().collect();
+    for i in 0..n {
+        let got = tree.get(&i.to_be_bytes());
+        if won.contains(&i) {
+            assert_eq!(got.as_deref(), Some(&b"new"[..]), "key {i}");
+        } else {
+            assert_eq!(got, None, "key {i}");
+        }
+    }
+    assert_eq!(tree.len(), won.len());
+    tree.check_invariants().unwrap();
+}
