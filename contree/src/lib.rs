@@ -24,7 +24,7 @@
 //!
 //! Module map, bottom up (each module's doc says what it owns, its invariants and how
 //! threads share it):
-//! * `sync`: the hybrid latch ([`latch`]), parking, striped counters;
+//! * `sync`: the hybrid latch (`latch`), parking, striped counters, the re-entry guard;
 //! * `page`: the page pool (shareable by several trees) and id → address translation;
 //! * `node`: the slotted page, its read view (safe under races) and its write view (needs
 //!   a write capability), search, edits, split and merge, the builder, the size rule;
@@ -60,7 +60,6 @@ pub use config::Config;
 pub use error::Error;
 pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
 pub use stats::Stats;
-pub use sync::latch;
 pub use tree::Tree;
 pub use typed::codec;
 pub use typed::{codec::KeyCodec, codec::KeyEncode, codec::ValueCodec, TreeMap, TypedRange};

@@ -5,11 +5,16 @@
 //! parking), so that the loom model (`tests/loom_latch.rs`) compiles the very same file
 //! against loom's atomics.
 
-pub mod latch;
+// The latch is a complete primitive, private to the crate: a few of its methods
+// (`version`, `is_exclusive`, `upgrade_shared`, the shared guard's `slow_path` and
+// `latch_addr`) serve the loom model, which compiles this file on its own
+// (`tests/loom_latch.rs`), and not the tree.
+#[allow(dead_code)]
+pub(crate) mod latch;
 mod parking;
 pub(crate) mod reentry;
 mod striped;
 
-pub use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
+pub(crate) use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 pub(crate) use parking::{fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
 pub(crate) use striped::{Counter, StripedCounters};
