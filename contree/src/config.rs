@@ -5,9 +5,9 @@
 
 use crate::Error;
 
-/// Smallest supported page size in bytes.
+/// Smallest supported page size in bytes ([`Config::page_size`]), and the default.
 pub const MIN_PAGE_SIZE: usize = 4 * 1024;
-/// Largest supported page size in bytes.
+/// Largest supported page size in bytes ([`Config::page_size`]).
 pub const MAX_PAGE_SIZE: usize = 64 * 1024;
 
 /// Tuning knobs of a [`Tree`](crate::Tree).
@@ -21,12 +21,18 @@ pub const MAX_PAGE_SIZE: usize = 64 * 1024;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Size of every node in bytes: a power of two from 4 KiB to 64 KiB. Default 4 KiB.
+    /// Size of every node in bytes: a power of two from [`MIN_PAGE_SIZE`] (4 KiB) to
+    /// [`MAX_PAGE_SIZE`] (64 KiB). Default 4 KiB.
     /// Keys may be up to `page_size / 16` bytes and values up to `page_size / 4` bytes.
     pub page_size: usize,
     /// Budget for page memory in bytes (`usize::MAX`, the default, means no limit). When
     /// it is reached, an operation that needs a new page returns [`Error::OutOfSpace`] and
     /// leaves the tree unchanged. Must allow at least 4 pages.
+    ///
+    /// The budget is counted in whole pages: a value that is not a multiple of
+    /// `page_size` is rounded down to one (`10 * 4096 + 100` allows 10 pages of 4 KiB),
+    /// and it is capped at 2^26 pages (256 GiB of 4 KiB pages). The budget in effect is
+    /// the one [`Error::OutOfSpace`] reports as `max_memory`.
     pub max_memory: usize,
     /// Merge a node into a sibling after a removal leaves it less full than this fraction
     /// of a page (0.0 turns merging off except for empty nodes). Default 0.25.

@@ -56,7 +56,7 @@ mod tree;
 mod typed;
 
 pub use bytes::Bytes;
-pub use config::Config;
+pub use config::{Config, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use error::Error;
 pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
 pub use stats::Stats;

@@ -536,3 +536,46 @@ fn error_traits() {
         assert!(!msg.contains('{'), "Debug-like message: {msg}");
     }
 }
+
+/// A budget that is not a multiple of the page size is rounded down to whole pages (as
+/// `Config::max_memory` documents): `OutOfSpace` reports the rounded budget, and the pages
+/// allocated never exceed it. Under 4 whole pages after rounding is rejected.
+#[test]
+fn max_memory_is_rounded_down_to_whole_pages() {
+    for page_size in [contree::MIN_PAGE_SIZE, 8192] {
+        let pages = 8;
+        let config = Config {
+            page_size,
+            max_memory: pages * page_size + page_size - 1,
+            ..Config::default()
+        };
+        let tree = Tree::with_config(config).unwrap();
+        let err = (0u32..)
+            .find_map(|i| tree.insert(&i.to_be_bytes(), &[1; 100]).err())
+            .unwrap();
+        match err {
+            Error::OutOfSpace { max_memory, .. } => assert_eq!(max_memory, pages * page_size),
+            other => panic!("expected OutOfSpace, got {other:?}"),
+        }
+        assert!(tree.stats().bytes_allocated <= pages * page_size);
+        let too_small = Config {
+            page_size,
+            max_memory: 5 * page_size - 1,
+            ..Config::default()
+        };
+        assert!(Tree::with_config(too_small).is_ok());
+        let too_small = Config {
+            page_size,
+            max_memory: 4 * page_size - 1,
+            ..Config::default()
+        };
+        assert!(matches!(
+            Tree::with_config(too_small),
+            Err(Error::InvalidConfig {
+                field: "max_memory",
+                ..
+            })
+        ));
+    }
+    assert_eq!(contree::MAX_PAGE_SIZE, 64 * 1024);
+}
