@@ -133,6 +133,11 @@ impl Bytes {
     }
 
     /// The bytes as a slice (what `Deref` returns).
+    ///
+    /// ```
+    /// let b = contree::Bytes::from(b"abc");
+    /// assert_eq!(b.as_slice(), b"abc");
+    /// ```
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match &self.0 {

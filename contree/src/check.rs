@@ -170,6 +170,14 @@ impl Tree {
     /// entry counts, that every page the tree holds is reachable and that the rightmost leaf
     /// kept its page. Meant for tests; run it while no writer is active.
     /// The space manager thread pauses while the check runs.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for i in 0u32..5_000 {
+    ///     tree.insert(&i.to_le_bytes(), b"v").unwrap();
+    /// }
+    /// tree.check_invariants().unwrap();
+    /// ```
     pub fn check_invariants(&self) -> Result<(), String> {
         let _gate = self
             .core

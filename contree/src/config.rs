@@ -109,7 +109,15 @@ impl Config {
         self.page_size / 4
     }
 
-    /// Checks every field; the first invalid one is reported.
+    /// Checks every field; the first invalid one is reported (as
+    /// [`Tree::with_config`](crate::Tree::with_config) does).
+    ///
+    /// ```
+    /// use contree::{Config, Error};
+    /// assert!(Config::default().validate().is_ok());
+    /// let bad = Config { xmerge_group: 1, ..Config::default() };
+    /// assert!(matches!(bad.validate(), Err(Error::InvalidConfig { field: "xmerge_group", .. })));
+    /// ```
     pub fn validate(&self) -> Result<(), Error> {
         fn require(
             ok: bool,

@@ -61,6 +61,17 @@ pub struct Stats {
 
 impl Tree {
     /// Shape, space and counters. Walks every node under its shared latch: O(pages).
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for i in 0u32..10_000 {
+    ///     tree.insert(&i.to_be_bytes(), b"value").unwrap();
+    /// }
+    /// let stats = tree.stats();
+    /// assert_eq!(stats.len, 10_000);
+    /// assert!(stats.height >= 2 && stats.splits > 0);
+    /// assert!(stats.fill_factor > 0.0 && stats.fill_factor <= 1.0);
+    /// ```
     pub fn stats(&self) -> Stats {
         let core = &*self.core;
         let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());

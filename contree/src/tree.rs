@@ -58,7 +58,12 @@ impl std::fmt::Debug for Tree {
 }
 
 impl Tree {
-    /// An empty tree with the default [`Config`].
+    /// An empty tree with the default [`Config`] (as `Tree::default()`).
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// assert!(tree.is_empty());
+    /// ```
     pub fn new() -> Tree {
         Self::with_config(Config::default()).expect("the default config is valid")
     }
@@ -70,6 +75,14 @@ impl Tree {
     /// needs it. If that thread cannot be started, the tree works without it (removals,
     /// the reclaim at the memory budget and [`compact`](Self::compact) still free space);
     /// this never fails or panics.
+    ///
+    /// ```
+    /// use contree::{Config, Error, Tree};
+    /// let tree = Tree::with_config(Config { page_size: 8192, ..Config::default() }).unwrap();
+    /// assert_eq!(tree.config().page_size, 8192);
+    /// let bad = Tree::with_config(Config { page_size: 1000, ..Config::default() });
+    /// assert!(matches!(bad, Err(Error::InvalidConfig { field: "page_size", .. })));
+    /// ```
     pub fn with_config(config: Config) -> Result<Tree, Error> {
         let core = Arc::new(TreeCore::new(config)?);
         if core.config().space_manager {
@@ -79,17 +92,37 @@ impl Tree {
     }
 
     /// The configuration the tree was built with.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// assert_eq!(tree.config(), &contree::Config::default());
+    /// ```
     pub fn config(&self) -> &Config {
         self.core.config()
     }
 
     /// Number of entries. Kept in striped per-thread counters, so it costs no shared hot
     /// word on the write path; exact when no writer runs concurrently.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"a", b"1").unwrap();
+    /// tree.insert(b"b", b"2").unwrap();
+    /// tree.insert(b"a", b"3").unwrap();
+    /// assert_eq!(tree.len(), 2);
+    /// ```
     pub fn len(&self) -> usize {
         self.core.len()
     }
 
     /// Whether the tree has no entries.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// assert!(tree.is_empty());
+    /// tree.insert(b"k", b"v").unwrap();
+    /// assert!(!tree.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

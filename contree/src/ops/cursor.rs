@@ -99,12 +99,36 @@ impl<'t> Cursor<'t> {
 
     /// Positions the cursor on the first entry whose key is `>= key`; returns whether there
     /// is one.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert!(c.seek(b"b"));
+    /// assert_eq!(c.key(), Some(&b"c"[..]));
+    /// assert!(c.seek(b"c"));
+    /// assert_eq!(c.key(), Some(&b"c"[..]));
+    /// assert!(!c.seek(b"f"));
+    /// ```
     pub fn seek(&mut self, key: &[u8]) -> bool {
         self.seek_by(key, false, Seek::AtOrAfter)
     }
 
     /// Positions the cursor on the first entry whose key is `> key`; returns whether there
     /// is one.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert!(c.seek_after(b"c"));
+    /// assert_eq!(c.key(), Some(&b"e"[..]));
+    /// assert!(!c.seek_after(b"e"));
+    /// ```
     pub fn seek_after(&mut self, key: &[u8]) -> bool {
         // The keys above `key` are the keys at or above `key ++ [0]`.
         self.seek_by(key, true, Seek::AtOrAfter)
@@ -112,12 +136,36 @@ impl<'t> Cursor<'t> {
 
     /// Positions the cursor on the last entry whose key is `<= key`; returns whether there
     /// is one.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert!(c.seek_for_prev(b"d"));
+    /// assert_eq!(c.key(), Some(&b"c"[..]));
+    /// assert!(c.seek_for_prev(b"c"));
+    /// assert_eq!(c.key(), Some(&b"c"[..]));
+    /// assert!(!c.seek_for_prev(b"0"));
+    /// ```
     pub fn seek_for_prev(&mut self, key: &[u8]) -> bool {
         self.seek_by(key, false, Seek::AtOrBefore)
     }
 
     /// Positions the cursor on the last entry whose key is `< key`; returns whether there
     /// is one.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert!(c.seek_before(b"c"));
+    /// assert_eq!(c.key(), Some(&b"a"[..]));
+    /// assert!(!c.seek_before(b"a"));
+    /// ```
     pub fn seek_before(&mut self, key: &[u8]) -> bool {
         self.seek_by(key, false, Seek::Below)
     }
@@ -133,22 +181,67 @@ impl<'t> Cursor<'t> {
     }
 
     /// Positions the cursor on the first entry of the tree; returns whether there is one.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert!(c.seek_to_first());
+    /// assert_eq!(c.key(), Some(&b"a"[..]));
+    /// assert!(!contree::Tree::new().cursor().seek_to_first());
+    /// ```
     pub fn seek_to_first(&mut self) -> bool {
         self.seek(&[])
     }
 
     /// Positions the cursor on the last entry of the tree; returns whether there is one.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert!(c.seek_to_last());
+    /// assert_eq!(c.key(), Some(&b"e"[..]));
+    /// ```
     pub fn seek_to_last(&mut self) -> bool {
         self.load(Seek::Last)
     }
 
     /// Whether the cursor is positioned on an entry.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert!(!c.is_valid()); // not yet positioned
+    /// c.seek_to_last();
+    /// assert!(c.is_valid());
+    /// c.next(); // past the end
+    /// assert!(!c.is_valid());
+    /// ```
     #[inline]
     pub fn is_valid(&self) -> bool {
         self.positioned
     }
 
     /// The key and value of the current entry.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// assert_eq!(c.entry(), None);
+    /// c.seek(b"a");
+    /// assert_eq!(c.entry(), Some((&b"a"[..], &b"v"[..])));
+    /// ```
     #[inline]
     pub fn entry(&self) -> Option<(&[u8], &[u8])> {
         self.positioned
@@ -156,12 +249,32 @@ impl<'t> Cursor<'t> {
     }
 
     /// The key of the current entry.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// c.seek(b"d");
+    /// assert_eq!(c.key(), Some(&b"e"[..]));
+    /// ```
     #[inline]
     pub fn key(&self) -> Option<&[u8]> {
         self.positioned.then_some(self.key.as_slice())
     }
 
     /// The value of the current entry.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// c.seek(b"d");
+    /// assert_eq!(c.value(), Some(&b"v"[..]));
+    /// ```
     #[inline]
     pub fn value(&self) -> Option<&[u8]> {
         self.positioned.then(|| self.leaf.value(self.value))
@@ -169,6 +282,20 @@ impl<'t> Cursor<'t> {
 
     /// Moves to the next entry (in key order); returns whether there is one. An
     /// unpositioned cursor stays unpositioned.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// c.seek_to_first();
+    /// let mut keys = vec![c.key().unwrap().to_vec()];
+    /// while c.next() {
+    ///     keys.push(c.key().unwrap().to_vec());
+    /// }
+    /// assert_eq!(keys, [b"a", b"c", b"e"]);
+    /// ```
     // Not `Iterator::next`: the entry is borrowed from the cursor, which an `Iterator`
     // cannot hand out.
     #[allow(clippy::should_implement_trait)]
@@ -187,6 +314,18 @@ impl<'t> Cursor<'t> {
 
     /// Moves to the previous entry; returns whether there is one. An unpositioned cursor
     /// stays unpositioned.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for k in [b"a", b"c", b"e"] {
+    ///     tree.insert(k, b"v").unwrap();
+    /// }
+    /// let mut c = tree.cursor();
+    /// c.seek_to_last();
+    /// assert!(c.prev());
+    /// assert_eq!(c.key(), Some(&b"c"[..]));
+    /// assert!(c.prev() && !c.prev());
+    /// ```
     #[inline]
     pub fn prev(&mut self) -> bool {
         if !self.positioned {

@@ -281,19 +281,46 @@ impl Tree {
         )
     }
 
-    /// All entries in key order.
+    /// All entries in key order: a double-ended iterator, as [`range`](Self::range)`(..)`
+    /// (also what `for (k, v) in &tree` iterates).
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// for (k, v) in [(b"b", b"2"), (b"a", b"1")] {
+    ///     tree.insert(k, v).unwrap();
+    /// }
+    /// let entries: Vec<(Vec<u8>, Vec<u8>)> =
+    ///     tree.iter().map(|(k, v)| (k.into_vec(), v.into_vec())).collect();
+    /// assert_eq!(entries, [(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
+    /// assert_eq!(tree.iter().rev().next().unwrap().0, b"b");
+    /// ```
     pub fn iter(&self) -> Range<'_> {
         Range::new(self, Bound::Unbounded, Bound::Unbounded)
     }
 
-    /// The entry with the smallest key.
+    /// The entry with the smallest key, or `None` if the tree is empty.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// assert_eq!(tree.first(), None);
+    /// tree.insert(b"b", b"2").unwrap();
+    /// tree.insert(b"a", b"1").unwrap();
+    /// assert_eq!(tree.first(), Some((b"a".to_vec(), b"1".to_vec())));
+    /// ```
     pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
         let mut c = self.cursor();
         c.seek_to_first();
         c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()))
     }
 
-    /// The entry with the largest key.
+    /// The entry with the largest key, or `None` if the tree is empty.
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"b", b"2").unwrap();
+    /// tree.insert(b"a", b"1").unwrap();
+    /// assert_eq!(tree.last(), Some((b"b".to_vec(), b"2".to_vec())));
+    /// ```
     pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
         let mut c = self.cursor();
         c.seek_to_last();
