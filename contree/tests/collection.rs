@@ -13,7 +13,8 @@
 //!
 //! Concurrency: 8 threads of `pop_first`, of `pop_last` and of both hand out every entry
 //! exactly once; `retain` racing with `compare_exchange` removes exactly the entries whose
-//! value it judged. `Tree` is usable across `catch_unwind`.
+//! value it judged. `retain`'s closure may call into the same tree (under a watchdog, so a
+//! hang fails the test). `Tree` is usable across `catch_unwind`.
 //!
 //! `PROPTEST_CASES` overrides the case counts. Run:
 //! `cargo test -p contree --release --test collection`.
@@ -405,19 +406,44 @@ fn scan_prefix_at_the_ends_of_the_byte_range() {
     assert_eq!(tree.scan_prefix([0xFF, 0xFF, 0, 0]).count(), 0);
 }
 
+/// Runs `body` on a thread and fails if it does not finish within `secs` seconds (a
+/// re-entrant call that waits for its own latch would hang forever).
+fn watchdog(secs: u64, body: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        body();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(()) => worker.join().unwrap(),
+        // The body panicked: report its panic.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(worker.join().unwrap_err())
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("hung for {secs} s: a re-entrant call waits for a latch")
+        }
+    }
+}
+
 #[test]
 fn retain_closure_may_use_the_tree() {
-    let tree: Tree = (0u32..2000)
-        .map(|i| (i.to_be_bytes(), i.to_le_bytes()))
-        .collect();
-    // `f` runs with no latch held: it may read and write the same tree.
-    tree.retain(|k, v| {
-        assert_eq!(tree.get(k).as_deref(), Some(v));
-        tree.insert(b"\x00", k).unwrap(); // behind the scan: not judged
-        u32::from_le_bytes(v.try_into().unwrap()) % 3 == 0
+    watchdog(60, || {
+        let tree: Tree = (0u32..2000)
+            .map(|i| (i.to_be_bytes(), i.to_le_bytes()))
+            .collect();
+        // `f` runs with no latch held: it may read and write the same tree, on any key.
+        tree.retain(|k, v| {
+            assert_eq!(tree.get(k).as_deref(), Some(v));
+            assert!(tree.contains_key(k));
+            tree.update_with(k, |_| ());
+            tree.insert(b"\x00", k).unwrap(); // behind the scan: not judged
+            assert!(tree.range(..).next().is_some());
+            u32::from_le_bytes(v.try_into().unwrap()) % 3 == 0
+        });
+        assert_eq!(tree.len(), 667 + 1);
+        tree.check_invariants().unwrap();
     });
-    assert_eq!(tree.len(), 667 + 1);
-    tree.check_invariants().unwrap();
 }
 
 #[test]
