@@ -31,7 +31,8 @@
 //! * `engine`: the tree's shared state and the one descent;
 //! * `policy`: the leaf policies behind one seam (Contention Split);
 //! * `smo`: splits, merges, XMerge, and the one place inner nodes change;
-//! * `ops`: the point operations and ranges of [`Tree`];
+//! * `ops`: the operations of [`Tree`]: point reads and writes, the atomic per-key
+//!   operations, ranges, pops, bulk removals, batches and the std collection traits;
 //! * `space`: the space manager, sweeps, reclaim and `compact`;
 //! * `typed`: codecs and [`TreeMap`];
 //! * `tree`, `bytes`, `stats`, `check`, `config`, `error`: the public surface.
