@@ -12,15 +12,16 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::thread::LocalKey;
 
-use super::codec::{KeyCodec, KeyEncode, ValueCodec};
+use super::codec::{KeyCodec, KeyEncode, ValueCodec, ValueEncode};
 use crate::{Config, Error, Range, Stats, Tree};
 
 /// A concurrent ordered map from `K` to `V`, stored in a byte-level [`Tree`].
 ///
 /// Keys are encoded with an order-preserving [`KeyCodec`], so iteration and ranges follow
 /// `K`'s order; values are encoded with a [`ValueCodec`]. Codecs are provided for the
-/// integers, `bool`, `[u8; N]`, `String`, `Vec<u8>` and tuples of 2 to 4 of these; lookups
-/// accept borrowed forms, such as `&str` for a `String` key.
+/// integers, `bool`, `char`, `String`, `Vec<u8>`, `Option`s, arrays and tuples of 2 to 8 of
+/// these, and you can [write your own](crate::codec#your-own-types). Lookups and inserts
+/// accept borrowed forms, such as `&str` for a `String` key or value.
 ///
 /// Every method takes `&self`: share the map between threads with an `Arc` or a scoped
 /// thread. Lookups and iteration return owned, decoded copies.
@@ -180,7 +181,7 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     }
 
     /// Wraps an existing tree. Its entries should have been written by a `TreeMap<K, V>` (or
-    /// with [`KeyEncode::to_key_bytes`] and [`ValueCodec::to_value_bytes`]); see the
+    /// with [`KeyEncode::to_key_bytes`] and [`ValueEncode::to_value_bytes`]); see the
     /// [type documentation](TreeMap#bytes-not-written-by-the-map) for what happens to others.
     pub fn from_tree(tree: Tree) -> Self {
         TreeMap {
@@ -190,7 +191,7 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     }
 
     /// The underlying byte-level tree. Keys there are [`KeyEncode::to_key_bytes`] and values
-    /// [`ValueCodec::to_value_bytes`].
+    /// [`ValueEncode::to_value_bytes`].
     ///
     /// ```
     /// use contree::{KeyEncode, TreeMap};
@@ -211,6 +212,10 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
 
     /// Inserts or replaces the value for `key` and returns the value it replaced.
     ///
+    /// The key and the value may be given in a borrowed form, as [`get`](TreeMap::get) takes
+    /// keys: `&str` for a `String`, `&[u8]` for a `Vec<u8>`, or `&K` and `&V` themselves
+    /// (`K: Borrow<Q>` and `V: Borrow<W>`; the borrowed form encodes to the same bytes).
+    ///
     /// Fails with [`Error::KeyTooLarge`] or [`Error::ValueTooLarge`] when the encoded key or
     /// value is too long for the configuration (the lengths in the error are those of the
     /// encodings), and with [`Error::OutOfSpace`] when the memory budget is exhausted; the map
@@ -224,11 +229,21 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     /// assert_eq!(map.insert("a", &2), Ok(Some(1)));
     /// let long = "x".repeat(10_000);
     /// assert!(matches!(map.insert(long.as_str(), &3), Err(Error::KeyTooLarge { .. })));
+    ///
+    /// // Borrowed keys and values.
+    /// let names: TreeMap<String, String> = TreeMap::new();
+    /// names.insert("k", "v").unwrap();
+    /// assert_eq!(names.insert(&"k".to_string(), &"w".to_string()), Ok(Some("v".to_string())));
+    /// let blobs: TreeMap<Vec<u8>, Vec<u8>> = TreeMap::new();
+    /// blobs.insert(&b"k"[..], &[1u8, 2][..]).unwrap();
+    /// assert_eq!(blobs.get(&b"k"[..]), Some(vec![1, 2]));
     /// ```
-    pub fn insert<Q>(&self, key: &Q, value: &V) -> Result<Option<V>, Error>
+    pub fn insert<Q, W>(&self, key: &Q, value: &W) -> Result<Option<V>, Error>
     where
         K: Borrow<Q>,
+        V: Borrow<W>,
         Q: KeyEncode + ?Sized,
+        W: ValueEncode + ?Sized,
     {
         let old = with_key(key, |key| {
             with_buffer(&VALUE_BUFFER, |buffer| {
