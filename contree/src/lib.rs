@@ -64,7 +64,7 @@ pub use sync::latch;
 pub use tree::Tree;
 pub use typed::codec;
 pub use typed::codec::{KeyCodec, KeyEncode, ValueCodec, ValueEncode};
-pub use typed::{TreeMap, TypedRange};
+pub use typed::{TreeMap, TypedKeyRange, TypedRange};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -656,6 +656,87 @@ fn borrowed_inserts() {
 }
 
 #[test]
+fn borrowed_and_owned_range_bounds() {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+
+    let strings: TreeMap<String, u32> = TreeMap::new();
+    for (i, k) in ["a", "a\0", "ab", "b", "ba", "c"].into_iter().enumerate() {
+        strings.insert(k, &(i as u32)).unwrap();
+    }
+    let keys =
+        |it: contree::TypedRange<'_, String, u32>| -> Vec<String> { it.map(|(k, _)| k).collect() };
+    assert_eq!(keys(strings.range("a".."b")), ["a", "a\0", "ab"]);
+    assert_eq!(keys(strings.range("a\0"..="b")), ["a\0", "ab", "b"]);
+    assert_eq!(keys(strings.range("b"..)), ["b", "ba", "c"]);
+    assert_eq!(keys(strings.range(.."a\0")), ["a"]);
+    assert_eq!(keys(strings.range(..="a\0")), ["a", "a\0"]);
+    assert_eq!(strings.range(..).count(), 6);
+    assert_eq!(
+        keys(strings.range((Excluded("a"), Included("ab")))),
+        ["a\0", "ab"]
+    );
+    assert_eq!(keys(strings.range((Unbounded, Excluded("a\0")))), ["a"]);
+    assert_eq!(keys(strings.range("b".to_string()..)), ["b", "ba", "c"]);
+    let (lo, hi) = ("a".to_string(), "b".to_string());
+    assert_eq!(keys(strings.range(&lo..&hi)), ["a", "a\0", "ab"]);
+    assert_eq!(keys(strings.range(lo..hi)), ["a", "a\0", "ab"]);
+    assert_eq!(strings.range("c".."a").rev().count(), 0);
+
+    let bytes: TreeMap<Vec<u8>, ()> = TreeMap::new();
+    for k in [&b"\0"[..], b"\0\0", b"a", b"\xFF"] {
+        bytes.insert(k, &()).unwrap();
+    }
+    assert_eq!(bytes.range(&b"\0"[..]..&b"a"[..]).count(), 2);
+    assert_eq!(bytes.range(&b"\0\0"[..]..).count(), 3);
+    assert_eq!(bytes.range(..=&b"a"[..]).count(), 3);
+    assert_eq!(bytes.range(vec![0u8, 0]..vec![0xFF]).count(), 2);
+    assert_eq!(bytes.range(..).count(), 4);
+
+    let numbers: TreeMap<u64, ()> = TreeMap::new();
+    for k in 0..10u64 {
+        numbers.insert(&k, &()).unwrap();
+    }
+    assert_eq!(numbers.range(1u64..5).count(), 4);
+    assert_eq!(numbers.range(1..5).count(), 4);
+    assert_eq!(numbers.range(&1..=&5).count(), 5);
+    assert_eq!(numbers.range(..).count(), 10);
+    assert_eq!(numbers.range(..3).count(), 3);
+    assert_eq!(numbers.range((Excluded(8), Unbounded)).count(), 1);
+    assert_eq!(numbers.range((Excluded(&8), Unbounded)).count(), 1);
+
+    let tuples: TreeMap<(String, u32), ()> = TreeMap::new();
+    for (name, n) in [("bob", 1), ("bob", 2), ("carol", 0)] {
+        tuples.insert(&(name.to_string(), n), &()).unwrap();
+    }
+    let bob = ("bob".to_string(), 0)..=("bob".to_string(), u32::MAX);
+    assert_eq!(tuples.range(bob).count(), 2);
+}
+
+proptest! {
+    /// `&str` bounds give the same ranges as `String` bounds and as the oracle.
+    #[test]
+    fn str_bounds_match_string_bounds(
+        keys in prop::collection::vec(small_string(), 0..30),
+        lo in bound(small_string()),
+        hi in bound(small_string()),
+    ) {
+        use std::ops::RangeBounds;
+        let map: TreeMap<String, ()> = TreeMap::new();
+        let mut oracle = BTreeMap::new();
+        for k in &keys {
+            map.insert(k.as_str(), &()).unwrap();
+            oracle.insert(k.clone(), ());
+        }
+        let borrowed = (lo.as_ref().map(String::as_str), hi.as_ref().map(String::as_str));
+        let via_str: Vec<String> = map.range(borrowed).map(|(k, _)| k).collect();
+        let via_string: Vec<String> = map.range((lo.clone(), hi.clone())).map(|(k, _)| k).collect();
+        let expected: Vec<String> = oracle.keys().filter(|k| (lo.clone(), hi.clone()).contains(*k)).cloned().collect();
+        prop_assert_eq!(&via_str, &expected);
+        prop_assert_eq!(&via_string, &expected);
+    }
+}
+
+#[test]
 #[allow(clippy::reversed_empty_ranges)] // on purpose: they must be empty, not a panic
 fn inverted_and_empty_ranges_are_empty() {
     let map: TreeMap<u32, u32> = TreeMap::new();

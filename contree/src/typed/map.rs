@@ -9,10 +9,11 @@ use std::borrow::Borrow;
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::thread::LocalKey;
 
 use super::codec::{KeyCodec, KeyEncode, ValueCodec, ValueEncode};
+use super::range::TypedKeyRange;
 use crate::{Config, Error, Range, Stats, Tree};
 
 /// A concurrent ordered map from `K` to `V`, stored in a byte-level [`Tree`].
@@ -20,8 +21,8 @@ use crate::{Config, Error, Range, Stats, Tree};
 /// Keys are encoded with an order-preserving [`KeyCodec`], so iteration and ranges follow
 /// `K`'s order; values are encoded with a [`ValueCodec`]. Codecs are provided for the
 /// integers, `bool`, `char`, `String`, `Vec<u8>`, `Option`s, arrays and tuples of 2 to 8 of
-/// these, and you can [write your own](crate::codec#your-own-types). Lookups and inserts
-/// accept borrowed forms, such as `&str` for a `String` key or value.
+/// these, and you can [write your own](crate::codec#your-own-types). Lookups, inserts and
+/// ranges accept borrowed forms, such as `&str` for a `String` key or value.
 ///
 /// Every method takes `&self`: share the map between threads with an `Arc` or a scoped
 /// thread. Lookups and iteration return owned, decoded copies.
@@ -138,7 +139,7 @@ fn decode_entry<K: KeyCodec, V: ValueCodec>(
 }
 
 /// The stored form of a range bound.
-fn encode_bound<K: KeyEncode>(bound: Bound<&K>) -> Bound<Vec<u8>> {
+fn encode_bound<Q: KeyEncode + ?Sized>(bound: Bound<&Q>) -> Bound<Vec<u8>> {
     bound.map(KeyEncode::to_key_bytes)
 }
 
@@ -295,6 +296,9 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     /// Iterates over the entries whose keys lie in `range`, in key order; the iterator is
     /// double-ended, so `.rev()` walks it backwards.
     ///
+    /// The bounds are of the key type or of a borrowed form of it (`&str` for `String` keys,
+    /// `&[u8]` for `Vec<u8>` keys); see [`TypedKeyRange`] for the range types accepted.
+    ///
     /// Unlike `BTreeMap::range`, a range whose start lies after its end is empty rather than a
     /// panic. Like the tree's iterators, it is not a snapshot: entries inserted or removed while
     /// it runs may or may not be seen, and each entry is seen at most once.
@@ -311,10 +315,21 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     /// let keys: Vec<i16> = map.range(..0).rev().map(|(k, _)| k).collect();
     /// assert_eq!(keys, [-2, -300]);
     /// assert_eq!(map.range(5..-5).count(), 0);
+    ///
+    /// let words: TreeMap<String, ()> = TreeMap::new();
+    /// for w in ["ant", "bee", "cat"] {
+    ///     words.insert(w, &()).unwrap();
+    /// }
+    /// let from_b: Vec<String> = words.range("b"..).map(|(k, _)| k).collect();
+    /// assert_eq!(from_b, ["bee", "cat"]);
     /// ```
-    pub fn range<R: RangeBounds<K>>(&self, range: R) -> TypedRange<'_, K, V> {
-        let start = encode_bound(range.start_bound());
-        let end = encode_bound(range.end_bound());
+    pub fn range<Q, R>(&self, range: R) -> TypedRange<'_, K, V>
+    where
+        Q: KeyEncode + ?Sized,
+        R: TypedKeyRange<K, Q>,
+    {
+        let start = encode_bound(range.start());
+        let end = encode_bound(range.end());
         let inner = if is_inverted(&start, &end) {
             None
         } else {
