@@ -76,6 +76,11 @@ use crate::{Config, Error, Range, Stats, Tree};
 /// longer than [`Config::max_key_len`] or [`Config::max_value_len`], or an exhausted memory
 /// budget. Nothing is written when it fails.
 ///
+/// # serde
+///
+/// With the `serde` feature, `TreeMap<K, V>` implements serde's `Serialize` (a map of its
+/// entries in key order) and `Deserialize` (from a map) where `K` and `V` do.
+///
 /// # Bytes not written by the map
 ///
 /// The bytes stay reachable through [`as_tree`](TreeMap::as_tree). An entry whose key or value

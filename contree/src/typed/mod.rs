@@ -1,10 +1,12 @@
-//! The typed layer: order-preserving codecs ([`codec`]), [`TreeMap`] over them (`map`) and
-//! the ranges it takes (`range`).
+//! The typed layer: order-preserving codecs ([`codec`]), [`TreeMap`] over them (`map`), the
+//! ranges it takes (`range`) and, with the `serde` feature, its serde support (`serde`).
 
 mod atomic;
 pub mod codec;
 mod map;
 mod range;
+#[cfg(feature = "serde")]
+mod serde;
 
 pub use map::{TreeMap, TypedRange};
 pub use range::TypedKeyRange;
