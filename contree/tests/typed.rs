@@ -649,6 +649,13 @@ fn borrowed_inserts() {
         Some(("v".to_string(), Some(7)))
     );
 
+    assert_eq!(strings.insert_if_absent("k", "no"), Ok(false));
+    assert_eq!(strings.insert_if_absent("j", "yes"), Ok(true));
+    assert_eq!(strings.get("j"), Some("yes".to_string()));
+    assert_eq!(bytes.insert_if_absent(&b"j"[..], &[9u8][..]), Ok(true));
+    assert_eq!(numbers.insert_if_absent(&2, &4), Ok(true));
+    assert_eq!(numbers.get(&2), Some(4));
+
     let set: TreeMap<char, ()> = TreeMap::new();
     set.insert(&'b', &()).unwrap();
     set.insert(&'a', &()).unwrap();

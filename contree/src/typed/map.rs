@@ -125,7 +125,7 @@ pub(super) fn with_key<Q: KeyEncode + ?Sized, R>(key: &Q, f: impl FnOnce(&[u8]) 
 }
 
 /// Runs `f` with the stored form of `value`.
-pub(super) fn with_value<V: ValueCodec, R>(value: &V, f: impl FnOnce(&[u8]) -> R) -> R {
+pub(super) fn with_value<W: ValueEncode + ?Sized, R>(value: &W, f: impl FnOnce(&[u8]) -> R) -> R {
     with_buffer(&VALUE_BUFFER, |buffer| {
         value.encode_value_last(buffer);
         f(buffer)
@@ -252,10 +252,7 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         W: ValueEncode + ?Sized,
     {
         let old = with_key(key, |key| {
-            with_buffer(&VALUE_BUFFER, |buffer| {
-                value.encode_value_last(buffer);
-                self.tree.insert(key, buffer)
-            })
+            with_value(value, |value| self.tree.insert(key, value))
         })?;
         Ok(old.and_then(|old| V::decode_value_last(&old)))
     }

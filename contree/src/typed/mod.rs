@@ -1,5 +1,6 @@
-//! The typed layer: order-preserving codecs ([`codec`]), [`TreeMap`] over them (`map`), the
-//! ranges it takes (`range`) and, with the `serde` feature, its serde support (`serde`).
+//! The typed layer: order-preserving codecs ([`codec`]), [`TreeMap`] over them (`map`), its
+//! atomic per-key operations (`atomic`), the ranges it takes (`range`) and, with the `serde`
+//! feature, its serde support (`serde`).
 
 mod atomic;
 pub mod codec;
