@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
 use std::ops::Bound;
 
-use contree::{Config, Error, KeyCodec, KeyEncode, TreeMap, ValueCodec};
+use contree::{Config, Error, KeyCodec, KeyEncode, TreeMap, ValueCodec, ValueEncode};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -173,6 +173,55 @@ key_props! {
     key_four: (String, String, i8, u64) = (tricky_string(), tricky_string(), s_i8(), s_u64());
     key_nested: ((String, i16), Vec<u8>) = ((tricky_string(), s_i16()), tricky_bytes());
     key_bool_usize: (bool, isize) = (any::<bool>(), s_isize());
+    key_char: char = tricky_char();
+    key_char_string: (char, String) = (tricky_char(), tricky_string());
+    key_option_u32: Option<u32> = prop::option::of(s_u32());
+    key_option_string: Option<String> = prop::option::of(tricky_string());
+    key_option_option: Option<Option<i8>> = prop::option::of(prop::option::of(s_i8()));
+    key_options_in_tuple: (Option<String>, Option<Vec<u8>>, u8) =
+        (prop::option::of(tricky_string()), prop::option::of(tricky_bytes()), s_u8());
+    key_array_u32: [u32; 4] = prop::array::uniform4(s_u32());
+    key_array_i16: [i16; 3] = prop::array::uniform3(s_i16());
+    key_array_u8: [u8; 5] = prop::array::uniform5(prop_oneof![Just(0u8), Just(0xFF), any::<u8>()]);
+    key_array_string: [String; 3] = prop::array::uniform3(tricky_string());
+    key_array_option_char: [Option<char>; 2] = prop::array::uniform2(prop::option::of(tricky_char()));
+    key_array_empty: [u64; 0] = Just([]);
+    key_array_in_tuple: ([Vec<u8>; 2], String) = (prop::array::uniform2(tricky_bytes()), tricky_string());
+    key_five: (u8, String, i16, Vec<u8>, char) =
+        (s_u8(), tricky_string(), s_i16(), tricky_bytes(), tricky_char());
+    key_six: (bool, String, u32, Option<String>, i8, Vec<u8>) = (
+        any::<bool>(), tricky_string(), s_u32(), prop::option::of(tricky_string()), s_i8(), tricky_bytes()
+    );
+    key_seven: (String, String, String, String, String, String, String) = (
+        tricky_string(), tricky_string(), tricky_string(), tricky_string(), tricky_string(),
+        tricky_string(), tricky_string()
+    );
+    key_eight: (u8, String, i16, Vec<u8>, char, Option<u8>, [u8; 2], String) = (
+        0u8..2, tricky_string(), -1i16..1, tricky_bytes(), tricky_char(),
+        prop::option::of(0u8..2), prop::array::uniform2(0u8..2), tricky_string()
+    );
+}
+
+proptest! {
+    /// A `char` encodes as the one-character string, and an array of bytes as the bytes.
+    #[test]
+    fn char_and_byte_array_layouts(c in any::<char>(), bytes in any::<[u8; 6]>()) {
+        prop_assert_eq!(c.to_key_bytes(), c.to_string().to_key_bytes());
+        prop_assert_eq!(c.to_value_bytes(), c.to_string().to_value_bytes());
+        prop_assert_eq!(bytes.to_key_bytes(), bytes.to_vec());
+        prop_assert_eq!(inner_encoding(&bytes), bytes.to_vec());
+        prop_assert_eq!(bytes.to_value_bytes(), bytes.to_vec());
+    }
+
+    /// Arrays encode as the tuples of their elements.
+    #[test]
+    fn arrays_encode_as_tuples(a in prop::array::uniform3(tricky_string())) {
+        let [x, y, z] = a.clone();
+        let tuple = (x, y, z);
+        prop_assert_eq!(a.to_key_bytes(), tuple.to_key_bytes());
+        prop_assert_eq!(inner_encoding(&a), inner_encoding(&tuple));
+        prop_assert_eq!(a.to_value_bytes(), tuple.to_value_bytes());
+    }
 }
 
 #[test]
@@ -269,6 +318,50 @@ value_props! {
     value_pair: (String, u32) = (any::<String>(), s_u32());
     value_triple: (Vec<u8>, String, i64) = (prop::collection::vec(any::<u8>(), 0..200), tricky_string(), s_i64());
     value_four: (String, Vec<u8>, String, u8) = (tricky_string(), tricky_bytes(), tricky_string(), s_u8());
+    value_char: char = any::<char>();
+    value_option_u64: Option<u64> = prop::option::of(s_u64());
+    value_option_string: Option<String> = prop::option::of(any::<String>());
+    value_options_in_tuple: (Option<Vec<u8>>, Option<String>, Option<()>) =
+        (prop::option::of(tricky_bytes()), prop::option::of(tricky_string()), prop::option::of(Just(())));
+    value_array_u64: [u64; 4] = prop::array::uniform4(s_u64());
+    value_array_string: [String; 3] = prop::array::uniform3(tricky_string());
+    value_array_option: [Option<Vec<u8>>; 2] = prop::array::uniform2(prop::option::of(tricky_bytes()));
+    value_five: (String, u8, Vec<u8>, char, String) =
+        (tricky_string(), s_u8(), tricky_bytes(), any::<char>(), tricky_string());
+    value_eight: (u8, String, i16, Vec<u8>, char, Option<u8>, [u8; 2], String) = (
+        s_u8(), tricky_string(), s_i16(), tricky_bytes(), any::<char>(),
+        prop::option::of(s_u8()), any::<[u8; 2]>(), tricky_string()
+    );
+}
+
+/// Borrowed forms of a value encode to the same bytes as the owned value, whole and inside a
+/// tuple.
+fn check_borrowed_value<V, W>(owned: &V, borrowed: &W) -> Result<(), TestCaseError>
+where
+    V: ValueEncode + Debug,
+    W: ValueEncode + ?Sized,
+{
+    prop_assert_eq!(
+        owned.to_value_bytes(),
+        borrowed.to_value_bytes(),
+        "{:?}",
+        owned
+    );
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    owned.encode_value(&mut a);
+    borrowed.encode_value(&mut b);
+    prop_assert_eq!(a, b);
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn borrowed_values_encode_as_owned(s in any::<String>(), bytes in tricky_bytes()) {
+        check_borrowed_value(&s, s.as_str())?;
+        check_borrowed_value(&bytes, bytes.as_slice())?;
+        check_borrowed_value(&(s.clone(), 1u8), &(s.as_str(), 1u8))?;
+        check_borrowed_value(&(s.clone(), 1u8), &(&s, &1u8))?;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,6 +507,21 @@ proptest! {
     }
 
     #[test]
+    fn map_option_matches_btreemap(ops in ops((prop::option::of(small_string()), prop::option::of(-1i8..2)))) {
+        run_oracle(ops)?;
+    }
+
+    #[test]
+    fn map_array_matches_btreemap(ops in ops(prop::array::uniform2(prop_oneof![Just('\0'), Just('a'), Just('é')]))) {
+        run_oracle(ops)?;
+    }
+
+    #[test]
+    fn map_five_matches_btreemap(ops in ops((0u8..2, small_string(), any::<bool>(), small_string(), -1i64..1))) {
+        run_oracle(ops)?;
+    }
+
+    #[test]
     fn map_triple_matches_btreemap(ops in ops((0u8..3, small_string(), prop::collection::vec(0u8..2, 0..3)))) {
         run_oracle(ops)?;
     }
@@ -501,6 +609,138 @@ fn borrowed_lookups() {
     bytes.insert(&b"\0x"[..], &2).unwrap();
     assert_eq!(bytes.get(&b"\0x"[..]), Some(2));
     assert_eq!(bytes.get(&vec![0, b'x']), Some(2));
+}
+
+#[test]
+fn borrowed_inserts() {
+    let strings: TreeMap<String, String> = TreeMap::new();
+    assert_eq!(strings.insert("k", "v"), Ok(None));
+    assert_eq!(
+        strings.insert("k", &"w".to_string()),
+        Ok(Some("v".to_string()))
+    );
+    assert_eq!(
+        strings.insert(&"k".to_string(), "x\0y"),
+        Ok(Some("w".to_string()))
+    );
+    assert_eq!(strings.get("k"), Some("x\0y".to_string()));
+    assert_eq!(strings.as_tree().get(b"k"), Some(b"x\0y".to_vec()));
+
+    let bytes: TreeMap<Vec<u8>, Vec<u8>> = TreeMap::new();
+    assert_eq!(bytes.insert(&b"k"[..], &[1u8, 2][..]), Ok(None));
+    assert_eq!(bytes.insert(&b"k"[..], &vec![3]), Ok(Some(vec![1, 2])));
+    assert_eq!(bytes.get(&b"k"[..]), Some(vec![3]));
+
+    let numbers: TreeMap<u64, u64> = TreeMap::new();
+    assert_eq!(numbers.insert(&1u64, &2u64), Ok(None));
+    // Literals are inferred as the map's types: the stored value is 8 bytes.
+    assert_eq!(numbers.insert(&1, &3), Ok(Some(2)));
+    assert_eq!(
+        numbers.as_tree().get(&1u64.to_key_bytes()),
+        Some(3u64.to_le_bytes().to_vec())
+    );
+
+    let tuples: TreeMap<(String, u8), (String, Option<u32>)> = TreeMap::new();
+    tuples
+        .insert(&("a".to_string(), 1), &("v".to_string(), Some(7)))
+        .unwrap();
+    assert_eq!(
+        tuples.get(&("a".to_string(), 1)),
+        Some(("v".to_string(), Some(7)))
+    );
+
+    assert_eq!(strings.insert_if_absent("k", "no"), Ok(false));
+    assert_eq!(strings.insert_if_absent("j", "yes"), Ok(true));
+    assert_eq!(strings.get("j"), Some("yes".to_string()));
+    assert_eq!(bytes.insert_if_absent(&b"j"[..], &[9u8][..]), Ok(true));
+    assert_eq!(numbers.insert_if_absent(&2, &4), Ok(true));
+    assert_eq!(numbers.get(&2), Some(4));
+
+    let set: TreeMap<char, ()> = TreeMap::new();
+    set.insert(&'b', &()).unwrap();
+    set.insert(&'a', &()).unwrap();
+    assert_eq!(set.first(), Some(('a', ())));
+}
+
+#[test]
+fn borrowed_and_owned_range_bounds() {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+
+    let strings: TreeMap<String, u32> = TreeMap::new();
+    for (i, k) in ["a", "a\0", "ab", "b", "ba", "c"].into_iter().enumerate() {
+        strings.insert(k, &(i as u32)).unwrap();
+    }
+    let keys =
+        |it: contree::TypedRange<'_, String, u32>| -> Vec<String> { it.map(|(k, _)| k).collect() };
+    assert_eq!(keys(strings.range("a".."b")), ["a", "a\0", "ab"]);
+    assert_eq!(keys(strings.range("a\0"..="b")), ["a\0", "ab", "b"]);
+    assert_eq!(keys(strings.range("b"..)), ["b", "ba", "c"]);
+    assert_eq!(keys(strings.range(.."a\0")), ["a"]);
+    assert_eq!(keys(strings.range(..="a\0")), ["a", "a\0"]);
+    assert_eq!(strings.range(..).count(), 6);
+    assert_eq!(
+        keys(strings.range((Excluded("a"), Included("ab")))),
+        ["a\0", "ab"]
+    );
+    assert_eq!(keys(strings.range((Unbounded, Excluded("a\0")))), ["a"]);
+    assert_eq!(keys(strings.range("b".to_string()..)), ["b", "ba", "c"]);
+    let (lo, hi) = ("a".to_string(), "b".to_string());
+    assert_eq!(keys(strings.range(&lo..&hi)), ["a", "a\0", "ab"]);
+    assert_eq!(keys(strings.range(lo..hi)), ["a", "a\0", "ab"]);
+    assert_eq!(strings.range("c".."a").rev().count(), 0);
+
+    let bytes: TreeMap<Vec<u8>, ()> = TreeMap::new();
+    for k in [&b"\0"[..], b"\0\0", b"a", b"\xFF"] {
+        bytes.insert(k, &()).unwrap();
+    }
+    assert_eq!(bytes.range(&b"\0"[..]..&b"a"[..]).count(), 2);
+    assert_eq!(bytes.range(&b"\0\0"[..]..).count(), 3);
+    assert_eq!(bytes.range(..=&b"a"[..]).count(), 3);
+    assert_eq!(bytes.range(vec![0u8, 0]..vec![0xFF]).count(), 2);
+    assert_eq!(bytes.range(..).count(), 4);
+
+    let numbers: TreeMap<u64, ()> = TreeMap::new();
+    for k in 0..10u64 {
+        numbers.insert(&k, &()).unwrap();
+    }
+    assert_eq!(numbers.range(1u64..5).count(), 4);
+    assert_eq!(numbers.range(1..5).count(), 4);
+    assert_eq!(numbers.range(&1..=&5).count(), 5);
+    assert_eq!(numbers.range(..).count(), 10);
+    assert_eq!(numbers.range(..3).count(), 3);
+    assert_eq!(numbers.range((Excluded(8), Unbounded)).count(), 1);
+    assert_eq!(numbers.range((Excluded(&8), Unbounded)).count(), 1);
+
+    let tuples: TreeMap<(String, u32), ()> = TreeMap::new();
+    for (name, n) in [("bob", 1), ("bob", 2), ("carol", 0)] {
+        tuples.insert(&(name.to_string(), n), &()).unwrap();
+    }
+    let bob = ("bob".to_string(), 0)..=("bob".to_string(), u32::MAX);
+    assert_eq!(tuples.range(bob).count(), 2);
+}
+
+proptest! {
+    /// `&str` bounds give the same ranges as `String` bounds and as the oracle.
+    #[test]
+    fn str_bounds_match_string_bounds(
+        keys in prop::collection::vec(small_string(), 0..30),
+        lo in bound(small_string()),
+        hi in bound(small_string()),
+    ) {
+        use std::ops::RangeBounds;
+        let map: TreeMap<String, ()> = TreeMap::new();
+        let mut oracle = BTreeMap::new();
+        for k in &keys {
+            map.insert(k.as_str(), &()).unwrap();
+            oracle.insert(k.clone(), ());
+        }
+        let borrowed = (lo.as_ref().map(String::as_str), hi.as_ref().map(String::as_str));
+        let via_str: Vec<String> = map.range(borrowed).map(|(k, _)| k).collect();
+        let via_string: Vec<String> = map.range((lo.clone(), hi.clone())).map(|(k, _)| k).collect();
+        let expected: Vec<String> = oracle.keys().filter(|k| (lo.clone(), hi.clone()).contains(*k)).cloned().collect();
+        prop_assert_eq!(&via_str, &expected);
+        prop_assert_eq!(&via_string, &expected);
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use std::borrow::Borrow;
 
-use super::codec::{KeyCodec, KeyEncode, ValueCodec};
+use super::codec::{KeyCodec, KeyEncode, ValueCodec, ValueEncode};
 use super::map::{with_key, with_value};
 use super::TreeMap;
 use crate::ops::write::Edit;
@@ -193,20 +193,23 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         V::decode_value_last(&old)
     }
 
-    /// Inserts `key` with `value` if the key is absent; returns whether it inserted.
+    /// Inserts `key` with `value` if the key is absent; returns whether it inserted. The key
+    /// and the value may be given in a borrowed form, as in [`insert`](TreeMap::insert).
     ///
     /// ```
     /// use contree::TreeMap;
     ///
     /// let map: TreeMap<u64, String> = TreeMap::new();
-    /// assert_eq!(map.insert_if_absent(&7, &"first".to_string()), Ok(true));
+    /// assert_eq!(map.insert_if_absent(&7, "first"), Ok(true));
     /// assert_eq!(map.insert_if_absent(&7, &"second".to_string()), Ok(false));
     /// assert_eq!(map.get(&7).as_deref(), Some("first"));
     /// ```
-    pub fn insert_if_absent<Q>(&self, key: &Q, value: &V) -> Result<bool, Error>
+    pub fn insert_if_absent<Q, W>(&self, key: &Q, value: &W) -> Result<bool, Error>
     where
         K: Borrow<Q>,
+        V: Borrow<W>,
         Q: KeyEncode + ?Sized,
+        W: ValueEncode + ?Sized,
     {
         with_key(key, |key| {
             with_value(value, |value| self.as_tree().insert_if_absent(key, value))

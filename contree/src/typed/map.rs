@@ -9,18 +9,20 @@ use std::borrow::Borrow;
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::thread::LocalKey;
 
-use super::codec::{KeyCodec, KeyEncode, ValueCodec};
+use super::codec::{KeyCodec, KeyEncode, ValueCodec, ValueEncode};
+use super::range::TypedKeyRange;
 use crate::{Config, Error, Range, Stats, Tree};
 
 /// A concurrent ordered map from `K` to `V`, stored in a byte-level [`Tree`].
 ///
 /// Keys are encoded with an order-preserving [`KeyCodec`], so iteration and ranges follow
 /// `K`'s order; values are encoded with a [`ValueCodec`]. Codecs are provided for the
-/// integers, `bool`, `[u8; N]`, `String`, `Vec<u8>` and tuples of 2 to 4 of these; lookups
-/// accept borrowed forms, such as `&str` for a `String` key.
+/// integers, `bool`, `char`, `String`, `Vec<u8>`, `Option`s, arrays and tuples of 2 to 8 of
+/// these, and you can [write your own](crate::codec#your-own-types). Lookups, inserts and
+/// ranges accept borrowed forms, such as `&str` for a `String` key or value.
 ///
 /// Every method takes `&self`: share the map between threads with an `Arc` or a scoped
 /// thread. Lookups and iteration return owned, decoded copies.
@@ -74,6 +76,11 @@ use crate::{Config, Error, Range, Stats, Tree};
 /// longer than [`Config::max_key_len`] or [`Config::max_value_len`], or an exhausted memory
 /// budget. Nothing is written when it fails.
 ///
+/// # serde
+///
+/// With the `serde` feature, `TreeMap<K, V>` implements serde's `Serialize` (a map of its
+/// entries in key order) and `Deserialize` (from a map) where `K` and `V` do.
+///
 /// # Bytes not written by the map
 ///
 /// The bytes stay reachable through [`as_tree`](TreeMap::as_tree). An entry whose key or value
@@ -118,7 +125,7 @@ pub(super) fn with_key<Q: KeyEncode + ?Sized, R>(key: &Q, f: impl FnOnce(&[u8]) 
 }
 
 /// Runs `f` with the stored form of `value`.
-pub(super) fn with_value<V: ValueCodec, R>(value: &V, f: impl FnOnce(&[u8]) -> R) -> R {
+pub(super) fn with_value<W: ValueEncode + ?Sized, R>(value: &W, f: impl FnOnce(&[u8]) -> R) -> R {
     with_buffer(&VALUE_BUFFER, |buffer| {
         value.encode_value_last(buffer);
         f(buffer)
@@ -137,7 +144,7 @@ fn decode_entry<K: KeyCodec, V: ValueCodec>(
 }
 
 /// The stored form of a range bound.
-fn encode_bound<K: KeyEncode>(bound: Bound<&K>) -> Bound<Vec<u8>> {
+fn encode_bound<Q: KeyEncode + ?Sized>(bound: Bound<&Q>) -> Bound<Vec<u8>> {
     bound.map(KeyEncode::to_key_bytes)
 }
 
@@ -180,7 +187,7 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     }
 
     /// Wraps an existing tree. Its entries should have been written by a `TreeMap<K, V>` (or
-    /// with [`KeyEncode::to_key_bytes`] and [`ValueCodec::to_value_bytes`]); see the
+    /// with [`KeyEncode::to_key_bytes`] and [`ValueEncode::to_value_bytes`]); see the
     /// [type documentation](TreeMap#bytes-not-written-by-the-map) for what happens to others.
     pub fn from_tree(tree: Tree) -> Self {
         TreeMap {
@@ -190,7 +197,7 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     }
 
     /// The underlying byte-level tree. Keys there are [`KeyEncode::to_key_bytes`] and values
-    /// [`ValueCodec::to_value_bytes`].
+    /// [`ValueEncode::to_value_bytes`].
     ///
     /// ```
     /// use contree::{KeyEncode, TreeMap};
@@ -211,6 +218,10 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
 
     /// Inserts or replaces the value for `key` and returns the value it replaced.
     ///
+    /// The key and the value may be given in a borrowed form, as [`get`](TreeMap::get) takes
+    /// keys: `&str` for a `String`, `&[u8]` for a `Vec<u8>`, or `&K` and `&V` themselves
+    /// (`K: Borrow<Q>` and `V: Borrow<W>`; the borrowed form encodes to the same bytes).
+    ///
     /// Fails with [`Error::KeyTooLarge`] or [`Error::ValueTooLarge`] when the encoded key or
     /// value is too long for the configuration (the lengths in the error are those of the
     /// encodings), and with [`Error::OutOfSpace`] when the memory budget is exhausted; the map
@@ -224,17 +235,24 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     /// assert_eq!(map.insert("a", &2), Ok(Some(1)));
     /// let long = "x".repeat(10_000);
     /// assert!(matches!(map.insert(long.as_str(), &3), Err(Error::KeyTooLarge { .. })));
+    ///
+    /// // Borrowed keys and values.
+    /// let names: TreeMap<String, String> = TreeMap::new();
+    /// names.insert("k", "v").unwrap();
+    /// assert_eq!(names.insert(&"k".to_string(), &"w".to_string()), Ok(Some("v".to_string())));
+    /// let blobs: TreeMap<Vec<u8>, Vec<u8>> = TreeMap::new();
+    /// blobs.insert(&b"k"[..], &[1u8, 2][..]).unwrap();
+    /// assert_eq!(blobs.get(&b"k"[..]), Some(vec![1, 2]));
     /// ```
-    pub fn insert<Q>(&self, key: &Q, value: &V) -> Result<Option<V>, Error>
+    pub fn insert<Q, W>(&self, key: &Q, value: &W) -> Result<Option<V>, Error>
     where
         K: Borrow<Q>,
+        V: Borrow<W>,
         Q: KeyEncode + ?Sized,
+        W: ValueEncode + ?Sized,
     {
         let old = with_key(key, |key| {
-            with_buffer(&VALUE_BUFFER, |buffer| {
-                value.encode_value_last(buffer);
-                self.tree.insert(key, buffer)
-            })
+            with_value(value, |value| self.tree.insert(key, value))
         })?;
         Ok(old.and_then(|old| V::decode_value_last(&old)))
     }
@@ -280,6 +298,9 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     /// Iterates over the entries whose keys lie in `range`, in key order; the iterator is
     /// double-ended, so `.rev()` walks it backwards.
     ///
+    /// The bounds are of the key type or of a borrowed form of it (`&str` for `String` keys,
+    /// `&[u8]` for `Vec<u8>` keys); see [`TypedKeyRange`] for the range types accepted.
+    ///
     /// Unlike `BTreeMap::range`, a range whose start lies after its end is empty rather than a
     /// panic. Like the tree's iterators, it is not a snapshot: entries inserted or removed while
     /// it runs may or may not be seen, and each entry is seen at most once.
@@ -296,10 +317,21 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     /// let keys: Vec<i16> = map.range(..0).rev().map(|(k, _)| k).collect();
     /// assert_eq!(keys, [-2, -300]);
     /// assert_eq!(map.range(5..-5).count(), 0);
+    ///
+    /// let words: TreeMap<String, ()> = TreeMap::new();
+    /// for w in ["ant", "bee", "cat"] {
+    ///     words.insert(w, &()).unwrap();
+    /// }
+    /// let from_b: Vec<String> = words.range("b"..).map(|(k, _)| k).collect();
+    /// assert_eq!(from_b, ["bee", "cat"]);
     /// ```
-    pub fn range<R: RangeBounds<K>>(&self, range: R) -> TypedRange<'_, K, V> {
-        let start = encode_bound(range.start_bound());
-        let end = encode_bound(range.end_bound());
+    pub fn range<Q, R>(&self, range: R) -> TypedRange<'_, K, V>
+    where
+        Q: KeyEncode + ?Sized,
+        R: TypedKeyRange<K, Q>,
+    {
+        let start = encode_bound(range.start());
+        let end = encode_bound(range.end());
         let inner = if is_inverted(&start, &end) {
             None
         } else {

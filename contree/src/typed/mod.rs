@@ -1,7 +1,13 @@
-//! The typed layer: order-preserving codecs ([`codec`]) and [`TreeMap`] over them (`map`).
+//! The typed layer: order-preserving codecs ([`codec`]), [`TreeMap`] over them (`map`), its
+//! atomic per-key operations (`atomic`), the ranges it takes (`range`) and, with the `serde`
+//! feature, its serde support (`serde`).
 
 mod atomic;
 pub mod codec;
 mod map;
+mod range;
+#[cfg(feature = "serde")]
+mod serde;
 
 pub use map::{TreeMap, TypedRange};
+pub use range::TypedKeyRange;
