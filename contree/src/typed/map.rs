@@ -134,7 +134,7 @@ pub(super) fn with_value<W: ValueEncode + ?Sized, R>(value: &W, f: impl FnOnce(&
 
 /// Decodes a stored entry (a [`Range`] item or a copied `first`/`last` entry); `None` if
 /// either half is not a valid encoding.
-fn decode_entry<K: KeyCodec, V: ValueCodec>(
+pub(super) fn decode_entry<K: KeyCodec, V: ValueCodec>(
     (key, value): (impl AsRef<[u8]>, impl AsRef<[u8]>),
 ) -> Option<(K, V)> {
     Some((
@@ -146,6 +146,18 @@ fn decode_entry<K: KeyCodec, V: ValueCodec>(
 /// The stored form of a range bound.
 fn encode_bound<Q: KeyEncode + ?Sized>(bound: Bound<&Q>) -> Bound<Vec<u8>> {
     bound.map(KeyEncode::to_key_bytes)
+}
+
+/// The stored form of a range: its start and end bounds.
+pub(super) type EncodedRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// The stored form of a typed range, `None` if it is empty by its bounds.
+pub(super) fn encoded_range<K, Q: KeyEncode + ?Sized>(
+    range: &impl TypedKeyRange<K, Q>,
+) -> Option<EncodedRange> {
+    let start = encode_bound(range.start());
+    let end = encode_bound(range.end());
+    (!is_inverted(&start, &end)).then_some((start, end))
 }
 
 /// Whether a range with these (encoded) bounds is empty because its start lies after its end,
@@ -330,29 +342,12 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         Q: KeyEncode + ?Sized,
         R: TypedKeyRange<K, Q>,
     {
-        let start = encode_bound(range.start());
-        let end = encode_bound(range.end());
-        let inner = if is_inverted(&start, &end) {
-            None
-        } else {
-            let bounds = (
-                start.as_ref().map(Vec::as_slice),
-                end.as_ref().map(Vec::as_slice),
-            );
-            Some(self.tree.range(bounds))
-        };
-        TypedRange {
-            inner,
-            _types: PhantomData,
-        }
+        TypedRange::new(encoded_range(&range).map(|bounds| self.tree.range(bounds)))
     }
 
     /// Iterates over all entries in key order (double-ended).
     pub fn iter(&self) -> TypedRange<'_, K, V> {
-        TypedRange {
-            inner: Some(self.tree.iter()),
-            _types: PhantomData,
-        }
+        TypedRange::new(Some(self.tree.iter()))
     }
 
     /// The entry with the smallest key.
@@ -409,6 +404,16 @@ pub struct TypedRange<'a, K, V> {
     /// `None` for a range that is empty by its bounds.
     inner: Option<Range<'a>>,
     _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<'a, K, V> TypedRange<'a, K, V> {
+    /// Decodes the entries of `inner` (`None`: no entries).
+    pub(super) fn new(inner: Option<Range<'a>>) -> Self {
+        TypedRange {
+            inner,
+            _types: PhantomData,
+        }
+    }
 }
 
 impl<K: KeyCodec, V: ValueCodec> Iterator for TypedRange<'_, K, V> {
