@@ -34,7 +34,8 @@
 //! * `ops`: the operations of [`Tree`]: point reads and writes, the atomic per-key
 //!   operations, ranges, pops, bulk removals, batches and the std collection traits;
 //! * `space`: the space manager, sweeps, reclaim and `compact`;
-//! * `typed`: codecs and [`TreeMap`];
+//! * `typed`: codecs and [`TreeMap`] (its atomic per-key operations, ranges, collection
+//!   surface and serde support);
 //! * `tree`, `bytes`, `stats`, `check`, `config`, `error`: the public surface.
 
 #![warn(missing_docs)]
