@@ -19,9 +19,12 @@
 //! `PROPTEST_CASES` overrides the case counts. Run:
 //! `cargo test -p contree --release --test collection`.
 
+#[path = "support/prop.rs"]
+mod prop_support;
 use contree::{Bytes, Config, Error, Tree};
+use prop_support::prop_config;
 use proptest::prelude::*;
-use proptest::test_runner::{Config as PropConfig, TestCaseError};
+use proptest::test_runner::TestCaseError;
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 use std::sync::Barrier;
@@ -290,18 +293,6 @@ fn apply(tree: &mut Tree, oracle: &mut Oracle, op: &Op) -> Result<(), TestCaseEr
         }
     }
     Ok(())
-}
-
-fn prop_config(cases: u32) -> PropConfig {
-    PropConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(cases),
-        failure_persistence: None,
-        max_shrink_iters: 2048,
-        ..PropConfig::default()
-    }
 }
 
 proptest! {

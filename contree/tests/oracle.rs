@@ -16,9 +16,12 @@
 //!
 //! Run: `cargo test -p contree --test oracle`.
 
+#[path = "support/prop.rs"]
+mod prop_support;
 use contree::{Bytes, Config, Tree};
+use prop_support::prop_config;
 use proptest::prelude::*;
-use proptest::test_runner::{Config as PropConfig, TestCaseError};
+use proptest::test_runner::TestCaseError;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -474,18 +477,6 @@ fn run_case(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
     }
     compare_all(&tree, &oracle)?;
     Ok(())
-}
-
-fn prop_config(cases: u32) -> PropConfig {
-    PropConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(cases),
-        failure_persistence: None,
-        max_shrink_iters: 2048,
-        ..PropConfig::default()
-    }
 }
 
 fn config_with(page_size: usize, merge_threshold: f64) -> Config {

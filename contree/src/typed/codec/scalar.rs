@@ -71,53 +71,35 @@ signed_codec!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, i128 => u128);
 // `usize` and `isize` are stored as 64-bit integers so that the encoding does not depend on the
 // target; a stored value that does not fit the target's `usize` decodes to `None`.
 
-impl KeyEncode for usize {
-    fn encode_key(&self, out: &mut Vec<u8>) {
-        (*self as u64).encode_key(out);
-    }
+macro_rules! widened_codec {
+    ($($t:ty => $wide:ty),*) => {$(
+        impl KeyEncode for $t {
+            fn encode_key(&self, out: &mut Vec<u8>) {
+                (*self as $wide).encode_key(out);
+            }
+        }
+
+        impl KeyCodec for $t {
+            fn decode_key(input: &mut &[u8]) -> Option<Self> {
+                <$t>::try_from(<$wide>::decode_key(input)?).ok()
+            }
+        }
+
+        impl ValueEncode for $t {
+            fn encode_value(&self, out: &mut Vec<u8>) {
+                (*self as $wide).encode_value(out);
+            }
+        }
+
+        impl ValueCodec for $t {
+            fn decode_value(input: &mut &[u8]) -> Option<Self> {
+                <$t>::try_from(<$wide>::decode_value(input)?).ok()
+            }
+        }
+    )*};
 }
 
-impl KeyCodec for usize {
-    fn decode_key(input: &mut &[u8]) -> Option<Self> {
-        usize::try_from(u64::decode_key(input)?).ok()
-    }
-}
-
-impl ValueEncode for usize {
-    fn encode_value(&self, out: &mut Vec<u8>) {
-        (*self as u64).encode_value(out);
-    }
-}
-
-impl ValueCodec for usize {
-    fn decode_value(input: &mut &[u8]) -> Option<Self> {
-        usize::try_from(u64::decode_value(input)?).ok()
-    }
-}
-
-impl KeyEncode for isize {
-    fn encode_key(&self, out: &mut Vec<u8>) {
-        (*self as i64).encode_key(out);
-    }
-}
-
-impl KeyCodec for isize {
-    fn decode_key(input: &mut &[u8]) -> Option<Self> {
-        isize::try_from(i64::decode_key(input)?).ok()
-    }
-}
-
-impl ValueEncode for isize {
-    fn encode_value(&self, out: &mut Vec<u8>) {
-        (*self as i64).encode_value(out);
-    }
-}
-
-impl ValueCodec for isize {
-    fn decode_value(input: &mut &[u8]) -> Option<Self> {
-        isize::try_from(i64::decode_value(input)?).ok()
-    }
-}
+widened_codec!(usize => u64, isize => i64);
 
 // ---------------------------------------------------------------------------------------------
 // bool, char, ()
