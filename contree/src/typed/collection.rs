@@ -17,8 +17,16 @@ use super::{TreeMap, TypedKeyRange, TypedRange};
 use crate::{Error, Tree};
 
 impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
-    /// Removes and returns the entry with the smallest key. Under concurrency each entry is
-    /// popped by exactly one caller (see [`Tree::pop_first`]).
+    /// Removes and returns the entry with the smallest key, or `None` if there is none.
+    /// Under concurrency each entry is popped by exactly one caller (see
+    /// [`Tree::pop_first`]).
+    ///
+    /// An entry whose bytes do not decode (written through the bytes API) is passed over and
+    /// left in the tree, as [`iter`](Self::iter) skips it: `pop_first` returns the first
+    /// entry that decodes, and `None` when only undecodable entries are left (while
+    /// [`len`](Self::len), which counts them, is not 0). Remove them with
+    /// [`clear`](Self::clear), [`remove_range`](Self::remove_range) or through
+    /// [`as_tree`](Self::as_tree).
     ///
     /// ```
     /// use contree::TreeMap;
@@ -34,8 +42,9 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         self.pop_end(true)
     }
 
-    /// Removes and returns the entry with the largest key; see
-    /// [`pop_first`](Self::pop_first).
+    /// Removes and returns the entry with the largest key, or `None` if there is none; each
+    /// entry is popped by exactly one caller, and undecodable entries are passed over, as
+    /// with [`pop_first`](Self::pop_first).
     ///
     /// ```
     /// use contree::TreeMap;
@@ -48,18 +57,28 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         self.pop_end(false)
     }
 
-    /// The first decodable entry at one end, removed by its stored key only if its stored
-    /// value still decodes; whoever's removal returns the value owns the entry.
+    /// Finds the first decodable entry at one end with a cursor and removes it by its
+    /// stored key only if its stored value still decodes; whoever's removal returns the
+    /// value owns the entry, and the others look again (as [`Tree::pop_first`] does).
     fn pop_end(&self, first: bool) -> Option<(K, V)> {
+        let mut c = self.as_tree().cursor();
         loop {
-            let decodable = |(kb, vb): (crate::Bytes, crate::Bytes)| {
-                decode_entry::<K, V>((&kb, &vb)).map(|(k, _)| (kb, k))
-            };
-            let mut all = self.as_tree().iter();
-            let (kb, key) = if first {
-                all.find_map(decodable)?
+            if first {
+                c.seek_to_first();
             } else {
-                all.rev().find_map(decodable)?
+                c.seek_to_last();
+            }
+            let (kb, key) = loop {
+                let (kb, vb) = c.entry()?;
+                if let Some((key, _)) = decode_entry::<K, V>((kb, vb)) {
+                    break (kb.to_vec(), key);
+                }
+                // Written through the bytes API: pass over it.
+                if first {
+                    c.next();
+                } else {
+                    c.prev();
+                }
             };
             let removed = self
                 .as_tree()
@@ -222,36 +241,96 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     }
 }
 
+/// Builds a map with the default [`Config`](crate::Config) from `(key, value)` pairs
+/// (through [`insert_many`](TreeMap::insert_many): a key given twice gets its last value).
+///
+/// # Panics
+///
+/// If the tree refuses an entry (an encoding over the size limits), as std's collections
+/// panic on capacity overflow; [`TreeMap::insert_many`] returns the
+/// [`Error`](crate::Error) instead.
+///
+/// ```
+/// use contree::TreeMap;
+///
+/// let m: TreeMap<String, u32> = [("b".to_string(), 2), ("a".to_string(), 1)]
+///     .into_iter()
+///     .collect();
+/// assert_eq!(m.first(), Some(("a".to_string(), 1)));
+/// assert_eq!(m.len(), 2);
+/// ```
 impl<K: KeyCodec, V: ValueCodec> FromIterator<(K, V)> for TreeMap<K, V> {
-    /// A map of `entries` (a repeated key keeps its last value).
-    ///
-    /// # Panics
-    ///
-    /// If the tree refuses an entry (an encoding over the size limits), as std collections
-    /// panic on capacity overflow; [`TreeMap::insert_many`] returns the error instead.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {
-        let map = TreeMap::new();
-        if let Err(e) = map.insert_many(entries) {
-            panic!("contree: TreeMap::from_iter (collect): {e} (use TreeMap::insert_many to handle it)");
-        }
+        let mut map = TreeMap::new();
+        map.extend(entries);
         map
     }
 }
 
+/// Inserts (or replaces) `(key, value)` pairs through
+/// [`insert_many`](TreeMap::insert_many): the batch is written in key order, and a key
+/// given twice gets its last value.
+///
+/// # Panics
+///
+/// If the tree refuses an entry (an encoding over the size limits, or the memory budget
+/// exhausted), as std's collections panic on capacity overflow; the map is left as it was
+/// (see [`Tree::insert_many`]). [`TreeMap::insert_many`] returns the
+/// [`Error`](crate::Error) instead.
+///
+/// ```
+/// use contree::TreeMap;
+///
+/// let mut m: TreeMap<u32, String> = TreeMap::new();
+/// m.extend([(1, "one".to_string()), (2, "two".to_string())]);
+/// m.extend((3..5).map(|i| (i, i.to_string())));
+/// assert_eq!(m.len(), 4);
+/// ```
 impl<K: KeyCodec, V: ValueCodec> Extend<(K, V)> for TreeMap<K, V> {
-    /// Inserts `entries`.
-    ///
-    /// # Panics
-    ///
-    /// If the tree refuses an entry (an encoding over the size limits, an exhausted memory
-    /// budget); [`TreeMap::insert_many`] returns the error instead.
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, entries: I) {
         if let Err(e) = self.insert_many(entries) {
+            panic!(
+                "contree: TreeMap::extend or collect: {e} (use TreeMap::insert_many to handle it)"
+            );
+        }
+    }
+}
+
+/// Inserts (or replaces) borrowed `(key, value)` pairs, such as another map's entries by
+/// reference; as `Extend<(K, V)>`, and it panics in the same cases.
+///
+/// ```
+/// use contree::TreeMap;
+/// use std::collections::BTreeMap;
+///
+/// let source = BTreeMap::from([("a".to_string(), 1u8), ("b".to_string(), 2)]);
+/// let mut m: TreeMap<String, u8> = TreeMap::new();
+/// m.extend(&source);
+/// assert_eq!(m.get("b"), Some(2));
+/// ```
+impl<'a, K: KeyCodec, V: ValueCodec> Extend<(&'a K, &'a V)> for TreeMap<K, V> {
+    fn extend<I: IntoIterator<Item = (&'a K, &'a V)>>(&mut self, entries: I) {
+        let encoded = entries
+            .into_iter()
+            .map(|(k, v)| (k.to_key_bytes(), v.to_value_bytes()));
+        if let Err(e) = self.as_tree().insert_many(encoded) {
             panic!("contree: TreeMap::extend: {e} (use TreeMap::insert_many to handle it)");
         }
     }
 }
 
+/// Iterates over the decoded entries in key order, as [`TreeMap::iter`].
+///
+/// ```
+/// use contree::TreeMap;
+///
+/// let m: TreeMap<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
+/// let mut seen = Vec::new();
+/// for (k, v) in &m {
+///     seen.push((k, v));
+/// }
+/// assert_eq!(seen, [(1, 'a'), (2, 'b')]);
+/// ```
 impl<'m, K: KeyCodec, V: ValueCodec> IntoIterator for &'m TreeMap<K, V> {
     type Item = (K, V);
     type IntoIter = TypedRange<'m, K, V>;
