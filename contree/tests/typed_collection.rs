@@ -5,9 +5,14 @@
 //!
 //! Run: `cargo test -p contree --release --test typed_collection`.
 
+#[path = "support/prop.rs"]
+mod prop_support;
+
 use contree::TreeMap;
+use prop_support::prop_config;
 use proptest::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::{Bound, RangeBounds};
 use std::sync::Mutex;
 
 type Key = (String, u32);
@@ -19,15 +24,18 @@ enum Op {
     PopLast,
     /// Keep the entries whose value is not divisible by this.
     Retain(u64),
-    RemoveRange(Key, Key),
+    /// `a..b`, `a..=b`, `a..`, `..b` or `..` by the number.
+    RemoveRange(Key, Key, u8),
     Prefix(String),
     GetMany(Vec<Key>),
     InsertMany(Vec<(Key, u64)>),
     Clear,
 }
 
+/// Short strings over an alphabet with a NUL (escaped inside a tuple's encoding) and a
+/// two-byte character, so that shared prefixes are common.
 fn key() -> impl Strategy<Value = Key> {
-    ("[ab]{0,3}", 0u32..4)
+    ("[ab\\x00\\x{e9}]{0,3}", 0u32..4)
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -36,16 +44,16 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::PopFirst),
         2 => Just(Op::PopLast),
         1 => (2u64..5).prop_map(Op::Retain),
-        1 => (key(), key()).prop_map(|(a, b)| Op::RemoveRange(a, b)),
-        2 => "[ab]{0,2}".prop_map(Op::Prefix),
+        1 => (key(), key(), 0u8..5).prop_map(|(a, b, form)| Op::RemoveRange(a, b, form)),
+        2 => "[ab\\x00\\x{e9}]{0,2}".prop_map(Op::Prefix),
         1 => proptest::collection::vec(key(), 0..6).prop_map(Op::GetMany),
         1 => proptest::collection::vec((key(), any::<u64>()), 0..20).prop_map(Op::InsertMany),
-        1 => Just(Op::Clear).prop_filter("rare", |_| true),
+        1 => Just(Op::Clear),
     ]
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(prop_config(512))]
 
     #[test]
     fn collection_surface_matches_btreemap(ops in proptest::collection::vec(op(), 1..80)) {
@@ -62,25 +70,43 @@ proptest! {
                     map.retain(|_, v| v % d != 0);
                     oracle.retain(|_, v| *v % d != 0);
                 }
-                Op::RemoveRange(a, b) => {
-                    let removed = map.remove_range(a.clone()..b.clone());
-                    let gone: Vec<Key> = if a < b {
-                        oracle.range(a..b).map(|(k, _)| k.clone()).collect()
-                    } else {
-                        Vec::new()
+                Op::RemoveRange(a, b, form) => {
+                    let bounds = match form {
+                        0 => (Bound::Included(a.clone()), Bound::Excluded(b.clone())),
+                        1 => (Bound::Included(a.clone()), Bound::Included(b.clone())),
+                        2 => (Bound::Included(a.clone()), Bound::Unbounded),
+                        3 => (Bound::Unbounded, Bound::Excluded(b.clone())),
+                        _ => (Bound::Unbounded, Bound::Unbounded),
                     };
+                    let removed = match form {
+                        0 => map.remove_range(a..b),
+                        1 => map.remove_range(&a..=&b),
+                        2 => map.remove_range(a..),
+                        3 => map.remove_range(..&b),
+                        _ => map.remove_range(..),
+                    };
+                    let gone: Vec<Key> = oracle.keys().filter(|k| bounds.contains(k)).cloned().collect();
                     prop_assert_eq!(removed, gone.len());
                     for k in gone {
                         oracle.remove(&k);
                     }
                 }
                 Op::Prefix(p) => {
-                    // A string key's prefix; and a tuple whose string part is a prefix.
+                    // A string key's prefix, from both ends.
+                    let flat = |((s, n), _): (&Key, &u64)| format!("{s}{n}");
                     let strings: TreeMap<String, u64> =
-                        oracle.iter().map(|((s, n), v)| (format!("{s}{n}"), *v)).collect();
+                        oracle.iter().map(|(k, v)| (flat((k, v)), *v)).collect();
+                    let want: BTreeSet<String> =
+                        oracle.iter().map(flat).filter(|k| k.starts_with(&p)).collect();
                     let got: Vec<String> = strings.scan_prefix(p.as_str()).map(|(k, _)| k).collect();
-                    let want: Vec<String> = strings.keys().filter(|k| k.starts_with(&p)).collect();
-                    prop_assert_eq!(got, want);
+                    prop_assert_eq!(&got, &want.iter().cloned().collect::<Vec<_>>());
+                    let got: Vec<String> = strings.scan_prefix(&p).rev().map(|(k, _)| k).collect();
+                    prop_assert_eq!(got, want.iter().rev().cloned().collect::<Vec<_>>());
+                    // Borrowed lookups in a batch.
+                    let asked: Vec<&str> = want.iter().map(String::as_str).chain([p.as_str()]).collect();
+                    let values: Vec<Option<u64>> = asked.iter().map(|k| strings.get(*k)).collect();
+                    prop_assert_eq!(strings.get_many(asked), values);
+                    // A tuple matches its leading elements exactly (its last one is fixed-width).
                     let got: Vec<Key> = map.scan_prefix(&(p.clone(), 1)).map(|(k, _)| k).collect();
                     let want: Vec<Key> = oracle.keys().filter(|k| k.0 == p && k.1 == 1).cloned().collect();
                     prop_assert_eq!(got, want);
@@ -91,7 +117,7 @@ proptest! {
                 }
                 Op::InsertMany(entries) => {
                     let mut new = 0;
-                    let mut seen = std::collections::BTreeSet::new();
+                    let mut seen = BTreeSet::new();
                     for (k, v) in &entries {
                         if oracle.insert(k.clone(), *v).is_none() && seen.insert(k.clone()) {
                             new += 1;
@@ -111,6 +137,9 @@ proptest! {
         let mut copy: TreeMap<Key, u64> = oracle.clone().into_iter().collect();
         copy.extend([(("z".to_string(), 0), 0)]);
         prop_assert_eq!(copy.len(), oracle.len() + 1);
+        let mut by_ref: TreeMap<Key, u64> = TreeMap::new();
+        by_ref.extend(&oracle);
+        prop_assert_eq!(by_ref.iter().collect::<Vec<_>>(), oracle.into_iter().collect::<Vec<_>>());
     }
 }
 
@@ -154,4 +183,52 @@ fn pops_pass_over_entries_that_do_not_decode() {
     assert_eq!(map.pop_last(), None);
     map.retain(|_, _| false);
     assert_eq!(map.as_tree().len(), 2, "undecodable entries are kept");
+}
+
+#[test]
+fn pops_racing_inserts_hand_out_each_entry_once() {
+    const PER_WRITER: u64 = 5_000;
+    const WRITERS: u64 = 2;
+    let map: TreeMap<u64, u64> = TreeMap::new();
+    let popped = Mutex::new(Vec::new());
+    let writing = std::sync::atomic::AtomicUsize::new(WRITERS as usize);
+    std::thread::scope(|s| {
+        for w in 0..WRITERS {
+            let (map, writing) = (&map, &writing);
+            s.spawn(move || {
+                for i in 0..PER_WRITER {
+                    let k = i * WRITERS + w;
+                    assert_eq!(map.insert(&k, &(k + 1)).unwrap(), None);
+                }
+                writing.fetch_sub(1, std::sync::atomic::Ordering::Release);
+            });
+        }
+        for t in 0..4 {
+            let (map, popped, writing) = (&map, &popped, &writing);
+            s.spawn(move || {
+                let mut mine = Vec::new();
+                loop {
+                    let done = writing.load(std::sync::atomic::Ordering::Acquire) == 0;
+                    let got = if t % 2 == 0 {
+                        map.pop_first()
+                    } else {
+                        map.pop_last()
+                    };
+                    match got {
+                        Some((k, v)) => {
+                            assert_eq!(v, k + 1);
+                            mine.push(k);
+                        }
+                        None if done => break,
+                        None => std::thread::yield_now(),
+                    }
+                }
+                popped.lock().unwrap().extend(mine);
+            });
+        }
+    });
+    let mut popped = popped.into_inner().unwrap();
+    popped.sort_unstable();
+    assert_eq!(popped, (0..PER_WRITER * WRITERS).collect::<Vec<_>>());
+    assert!(map.is_empty());
 }
