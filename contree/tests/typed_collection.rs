@@ -183,6 +183,8 @@ fn pops_pass_over_entries_that_do_not_decode() {
     assert_eq!(map.pop_last(), None);
     map.retain(|_, _| false);
     assert_eq!(map.as_tree().len(), 2, "undecodable entries are kept");
+    assert_eq!(map.remove_range(..), 2, "and removed by ranges");
+    assert!(map.as_tree().is_empty());
 }
 
 #[test]

@@ -108,7 +108,8 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
 
     /// Removes the entries whose keys lie in `range` (the forms
     /// [`range`](Self::range) takes); returns how many this call removed. Not atomic as a
-    /// whole: see [`Tree::remove_range`].
+    /// whole: see [`Tree::remove_range`]. Entries in the range whose bytes do not decode
+    /// (written through the bytes API) are removed and counted too.
     ///
     /// ```
     /// use contree::TreeMap;

@@ -85,10 +85,12 @@ use crate::{Config, Error, Range, Stats, Tree};
 ///
 /// The bytes stay reachable through [`as_tree`](TreeMap::as_tree). An entry whose key or value
 /// bytes are not a valid encoding for `K` or `V` (possible only when it was written through the
-/// bytes API) is skipped by iteration, [`first`](TreeMap::first) and
-/// [`last`](TreeMap::last), reads as absent in [`get`](TreeMap::get) and makes
-/// [`insert`](TreeMap::insert) and [`remove`](TreeMap::remove) report no old value. It is still
-/// counted by [`len`](TreeMap::len). Nothing panics.
+/// bytes API) is skipped by iteration, [`first`](TreeMap::first), [`last`](TreeMap::last)
+/// and the pops (which leave it in place), kept by [`retain`](TreeMap::retain), reads as
+/// absent in [`get`](TreeMap::get) and makes [`insert`](TreeMap::insert) and
+/// [`remove`](TreeMap::remove) report no old value. It is still counted by
+/// [`len`](TreeMap::len) and removed by [`remove_range`](TreeMap::remove_range) and
+/// [`clear`](TreeMap::clear). Nothing panics.
 pub struct TreeMap<K, V> {
     tree: Tree,
     _types: PhantomData<fn() -> (K, V)>,
