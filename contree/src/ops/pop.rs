@@ -45,6 +45,18 @@ impl Tree {
 
     /// Pops at the front (`first`) or the back.
     fn pop_end(&self, first: bool) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.pop_end_where(first, |_, _| true)
+    }
+
+    /// The pop behind both ends, for the entries `wanted` accepts (the typed layer passes
+    /// over entries that do not decode): the first such entry from one end is removed only
+    /// if `wanted` still accepts its value under the leaf's latch; the caller whose removal
+    /// returns the value owns the entry, and the others look again.
+    pub(crate) fn pop_end_where(
+        &self,
+        first: bool,
+        wanted: impl Fn(&[u8], &[u8]) -> bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
         let mut c = self.cursor();
         loop {
             if first {
@@ -52,11 +64,21 @@ impl Tree {
             } else {
                 c.seek_to_last();
             }
-            let key = c.key()?.to_vec();
-            if let Some(value) = self.remove(&key) {
+            let key = loop {
+                let (k, v) = c.entry()?;
+                if wanted(k, v) {
+                    break k.to_vec();
+                }
+                if first {
+                    c.next();
+                } else {
+                    c.prev();
+                }
+            };
+            if let Some(value) = self.remove_if(&key, |v| wanted(&key, v)) {
                 return Some((key, value));
             }
-            // Another caller removed the key between the read and the removal.
+            // Another caller removed or changed it between the read and the removal.
         }
     }
 }

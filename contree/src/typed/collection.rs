@@ -57,37 +57,13 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         self.pop_end(false)
     }
 
-    /// Finds the first decodable entry at one end with a cursor and removes it by its
-    /// stored key only if its stored value still decodes; whoever's removal returns the
-    /// value owns the entry, and the others look again (as [`Tree::pop_first`] does).
+    /// The first decodable entry at one end, popped by the tree's pop (see
+    /// `Tree::pop_end_where`), which passes over entries that do not decode.
     fn pop_end(&self, first: bool) -> Option<(K, V)> {
-        let mut c = self.as_tree().cursor();
-        loop {
-            if first {
-                c.seek_to_first();
-            } else {
-                c.seek_to_last();
-            }
-            let (kb, key) = loop {
-                let (kb, vb) = c.entry()?;
-                if let Some((key, _)) = decode_entry::<K, V>((kb, vb)) {
-                    break (kb.to_vec(), key);
-                }
-                // Written through the bytes API: pass over it.
-                if first {
-                    c.next();
-                } else {
-                    c.prev();
-                }
-            };
-            let removed = self
-                .as_tree()
-                .remove_if(&kb, |v| V::decode_value_last(v).is_some());
-            if let Some(value) = removed.and_then(|v| V::decode_value_last(&v)) {
-                return Some((key, value));
-            }
-            // Another caller popped or changed it meanwhile: look again.
-        }
+        let entry = self
+            .as_tree()
+            .pop_end_where(first, |k, v| decode_entry::<K, V>((k, v)).is_some())?;
+        decode_entry(entry)
     }
 
     /// Keeps the entries for which `f` returns `true` and removes the others. `f` holds no

@@ -5,20 +5,9 @@ use super::{take, take_array, KeyCodec, KeyEncode, ValueCodec, ValueEncode};
 // ---------------------------------------------------------------------------------------------
 // Integers
 
-macro_rules! unsigned_codec {
+/// Integers as values: little-endian, fixed width.
+macro_rules! le_value_codec {
     ($($t:ty),*) => {$(
-        impl KeyEncode for $t {
-            fn encode_key(&self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_be_bytes());
-            }
-        }
-
-        impl KeyCodec for $t {
-            fn decode_key(input: &mut &[u8]) -> Option<Self> {
-                take_array(input).map(<$t>::from_be_bytes)
-            }
-        }
-
         impl ValueEncode for $t {
             fn encode_value(&self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes());
@@ -33,7 +22,24 @@ macro_rules! unsigned_codec {
     )*};
 }
 
+macro_rules! unsigned_codec {
+    ($($t:ty),*) => {$(
+        impl KeyEncode for $t {
+            fn encode_key(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_be_bytes());
+            }
+        }
+
+        impl KeyCodec for $t {
+            fn decode_key(input: &mut &[u8]) -> Option<Self> {
+                take_array(input).map(<$t>::from_be_bytes)
+            }
+        }
+    )*};
+}
+
 unsigned_codec!(u8, u16, u32, u64, u128);
+le_value_codec!(u8, u16, u32, u64, u128);
 
 macro_rules! signed_codec {
     ($($t:ty => $u:ty),*) => {$(
@@ -51,22 +57,11 @@ macro_rules! signed_codec {
                 Some((flipped ^ (1 << (<$u>::BITS - 1))) as $t)
             }
         }
-
-        impl ValueEncode for $t {
-            fn encode_value(&self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-        }
-
-        impl ValueCodec for $t {
-            fn decode_value(input: &mut &[u8]) -> Option<Self> {
-                take_array(input).map(<$t>::from_le_bytes)
-            }
-        }
     )*};
 }
 
 signed_codec!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, i128 => u128);
+le_value_codec!(i8, i16, i32, i64, i128);
 
 // `usize` and `isize` are stored as 64-bit integers so that the encoding does not depend on the
 // target; a stored value that does not fit the target's `usize` decodes to `None`.
