@@ -7,19 +7,53 @@
 //! exactly the separators around them, and space accounting inside the page. It also checks
 //! that the number of entries equals `len()` and that every allocated page is reachable.
 
+use crate::blob;
 use crate::engine::TreeCore;
-use crate::node::{common_prefix, Layout};
+use crate::node::{common_prefix, Layout, Node};
 use crate::page::PageId;
 use crate::Tree;
+use std::collections::HashSet;
 
 struct Walk<'t> {
     tree: &'t TreeCore,
     rightmost_leaf: Option<PageId>,
     pages: usize,
     entries: usize,
+    blob_pages: HashSet<PageId>,
 }
 
 impl Walk<'_> {
+    /// Checks the out-of-line values of `leaf`: each stub names a chain of exactly the
+    /// pages its length needs, longer than an inline value may be, and no page is named
+    /// twice in the tree; the pages count as reachable.
+    fn blobs(&mut self, here: &str, leaf: &Node) -> Result<(), String> {
+        let size = self.tree.config().page_size;
+        for i in 0..leaf.count() {
+            let stub = leaf
+                .stub(i)
+                .map_err(|_| format!("{here}: entry {i} has a bad stub"))?;
+            let Some(stub) = stub else { continue };
+            if stub.len <= self.tree.config().max_inline_value_len() {
+                return Err(format!(
+                    "{here}: entry {i} is out of line with {} bytes",
+                    stub.len
+                ));
+            }
+            let ids = blob::pages_of(self.tree.directory(), size, stub)
+                .map_err(|_| format!("{here}: entry {i} names an unmapped blob page"))?;
+            if ids.len() != blob::pages_for(stub.len, size) {
+                return Err(format!("{here}: entry {i}: blob of {} pages", ids.len()));
+            }
+            for pid in ids {
+                if !self.blob_pages.insert(pid) {
+                    return Err(format!("{here}: entry {i}: blob page {pid} named twice"));
+                }
+                self.pages += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn node(
         &mut self,
         pid: PageId,
@@ -104,6 +138,7 @@ impl Walk<'_> {
             keys.push(k);
         }
         if node.is_leaf() {
+            self.blobs(&here, &node)?;
             self.entries += count;
             if uf.is_none() {
                 self.rightmost_leaf = Some(pid);
@@ -141,6 +176,7 @@ impl TreeCore {
             rightmost_leaf: None,
             pages: 0,
             entries: 0,
+            blob_pages: HashSet::new(),
         };
         walk.node(self.root_id(), None, None, None)?;
         if walk.entries != self.len() {

@@ -104,8 +104,29 @@ impl Config {
         self.page_size / 16
     }
 
-    /// The longest value this configuration accepts, in bytes.
+    /// The longest value this configuration accepts, in bytes: [`MAX_VALUE_LEN`] (16 MiB)
+    /// whatever the page size.
+    ///
+    /// ```
+    /// assert_eq!(contree::Config::default().max_value_len(), contree::MAX_VALUE_LEN);
+    /// ```
+    ///
+    /// [`MAX_VALUE_LEN`]: crate::MAX_VALUE_LEN
     pub fn max_value_len(&self) -> usize {
+        crate::blob::MAX_VALUE_LEN
+    }
+
+    /// The longest value a leaf holds inside its page (a quarter of a page: 1 KiB on the
+    /// default 4 KiB page). A longer value is stored out of line, in whole pages from the
+    /// tree's page pool (counted in `max_memory`) chained behind an 8-byte stub in its leaf:
+    /// `ceil(len / (page_size - 16))` pages. Reads copy it page by page and validate its
+    /// leaf, as they do for inline values.
+    ///
+    /// ```
+    /// let config = contree::Config::default();
+    /// assert_eq!(config.max_inline_value_len(), config.page_size / 4);
+    /// ```
+    pub fn max_inline_value_len(&self) -> usize {
         self.page_size / 4
     }
 

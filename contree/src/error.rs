@@ -56,7 +56,8 @@ impl fmt::Display for Error {
             Error::ValueTooLarge { len, max } => write!(
                 f,
                 "value of {len} bytes is larger than the maximum of {max} bytes \
-                 (the maximum is page_size / 4; use a larger page size for larger values)"
+                 (contree::MAX_VALUE_LEN, 16 MiB whatever the page size; store a larger \
+                 object in pieces under consecutive keys)"
             ),
             Error::OutOfSpace { max_memory, in_use } => write!(
                 f,

@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+mod blob;
 mod bytes;
 mod check;
 mod config;
@@ -57,6 +58,7 @@ mod sync;
 mod tree;
 mod typed;
 
+pub use blob::MAX_VALUE_LEN;
 pub use bytes::Bytes;
 pub use config::{Config, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use error::Error;

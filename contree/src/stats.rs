@@ -1,6 +1,7 @@
 //! A snapshot of the tree's shape, space use and event counters, and [`Tree::stats`] that
 //! takes it.
 
+use crate::blob;
 use crate::sync::Counter;
 use crate::Tree;
 use std::sync::atomic::Ordering;
@@ -19,6 +20,11 @@ pub struct Stats {
     pub leaf_pages: usize,
     /// Number of inner nodes.
     pub inner_pages: usize,
+    /// Values stored out of line (longer than
+    /// [`Config::max_inline_value_len`](crate::Config::max_inline_value_len)).
+    pub out_of_line_values: usize,
+    /// Pages holding out-of-line values (not counted in `fill_factor`).
+    pub blob_pages: usize,
     /// Page bytes in use (pages held by the tree times the page size); freed pages that
     /// wait for reuse are not counted.
     pub bytes_allocated: usize,
@@ -110,6 +116,12 @@ impl Tree {
             used += node.used_space();
             if level == 0 {
                 s.leaf_pages += 1;
+                for i in 0..node.count() {
+                    if let Ok(Some(stub)) = node.stub(i) {
+                        s.out_of_line_values += 1;
+                        s.blob_pages += blob::pages_for(stub.len, core.config().page_size);
+                    }
+                }
             } else {
                 s.inner_pages += 1;
                 for i in 0..=node.count() {

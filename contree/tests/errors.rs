@@ -127,7 +127,7 @@ fn value_too_large() {
         ..Config::default()
     };
     let max = config.max_value_len();
-    assert_eq!(max, 8192 / 4);
+    assert_eq!(max, contree::MAX_VALUE_LEN);
     let (tree, before) = small_tree(config);
 
     let big = vec![7u8; max + 1];
@@ -151,8 +151,16 @@ fn value_too_large() {
     assert_eq!(tree.get(b"new key"), None);
 
     // Replacing an existing key's value with an oversized one keeps the old value.
-    let err = tree.insert(b"key00042", &vec![1u8; 3 * max]).unwrap_err();
-    assert_eq!(err, Error::ValueTooLarge { len: 3 * max, max });
+    let err = tree
+        .insert(b"key00042", &vec![1u8; max + 4096])
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::ValueTooLarge {
+            len: max + 4096,
+            max
+        }
+    );
     assert_eq!(tree.get(b"key00042"), Some(42u32.to_le_bytes().to_vec()));
     assert_unchanged(&tree, &before, "replace with an oversized value");
 

@@ -6,7 +6,8 @@
 //! `range` with every kind of bound, consumed from the front, from the back and interleaved.
 //! Keys include the empty key, short keys over a tiny alphabet (many shared prefixes), long
 //! keys with long common prefixes, keys of exactly `Config::max_key_len()` and arbitrary
-//! bytes; values range from empty to exactly `Config::max_value_len()`. Bulk inserts and
+//! bytes; values range from empty to three times `Config::max_inline_value_len()`, so that
+//! replacements move values in and out of line. Bulk inserts and
 //! bulk removals grow and shrink the tree by hundreds of entries so that the sequences cross
 //! splits and merges, including with small (4 KiB) pages. Every case ends with
 //! `check_invariants()` and a full comparison in both directions.
@@ -28,6 +29,13 @@ use std::fmt;
 use std::ops::Bound;
 
 type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The longest value the cases write: three times the inline limit, so that values cross
+/// it both ways and out-of-line values take one to three blob pages (the 16 MiB maximum is
+/// tested in `tests/blob.rs`).
+fn max_test_value(config: &Config) -> usize {
+    3 * config.max_inline_value_len()
+}
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 // ---- generators -------------------------------------------------------------------------
@@ -500,7 +508,7 @@ fn case(
         .prop_flat_map(move |(page_size, threshold)| {
             let config = config_with(page_size, threshold);
             let ops = prop::collection::vec(
-                op_strategy(config.max_key_len(), config.max_value_len(), bulk_weight),
+                op_strategy(config.max_key_len(), max_test_value(&config), bulk_weight),
                 1..max_ops,
             );
             (Just(config), ops)
@@ -530,7 +538,7 @@ proptest! {
 fn long_key_case() -> impl Strategy<Value = (Config, Vec<Op>)> {
     (prop::sample::select(vec![4096usize, 8192]), 0.0..=0.5f64).prop_flat_map(|(ps, mt)| {
         let config = config_with(ps, mt);
-        let (mk, mv) = (config.max_key_len(), config.max_value_len());
+        let (mk, mv) = (config.max_key_len(), max_test_value(&config));
         // Keys: mostly near-maximal with long shared prefixes.
         let key = prop_oneof![
             3 => (mk.saturating_sub(8)..=mk, prop::collection::vec(0u8..4, 0..4))
@@ -538,7 +546,17 @@ fn long_key_case() -> impl Strategy<Value = (Config, Vec<Op>)> {
             1 => prop::collection::vec(0u8..4, 0..4)
                 .prop_map(|tail| KeySpec { fill: 0, fill_len: 0, tail }),
         ];
-        let val = (prop_oneof![Just(0usize), 0..=mv, Just(mv)], any::<u8>())
+        let inline = config.max_inline_value_len();
+        let val = (
+            prop_oneof![
+                Just(0usize),
+                0..=mv,
+                Just(mv),
+                Just(inline),
+                Just(inline + 1)
+            ],
+            any::<u8>(),
+        )
             .prop_map(|(len, seed)| ValSpec { len, seed });
         let op = prop_oneof![
             6 => (key.clone(), val).prop_map(|(k, v)| Op::Insert(k, v)),
@@ -575,7 +593,7 @@ proptest! {
 fn long_random_run_matches_btreemap() {
     for (seed, page_size, threshold) in [(1u64, 4096, 0.25), (2, 4096, 0.5), (3, 16384, 0.0)] {
         let tree = Tree::with_config(config_with(page_size, threshold)).unwrap();
-        let (mk, mv) = (tree.config().max_key_len(), tree.config().max_value_len());
+        let (mk, mv) = (tree.config().max_key_len(), max_test_value(tree.config()));
         let mut oracle = Oracle::new();
         let mut rng = StdRng::seed_from_u64(seed);
         let key = |rng: &mut StdRng| -> Vec<u8> {

@@ -219,6 +219,21 @@ impl TreeCore {
         self.events.pages_held.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// Returns the pages of a blob to the pool (`crate::blob`: no reader validates their
+    /// latches, so none is taken).
+    pub(crate) fn free_pages(&self, ids: &[PageId]) {
+        self.pool.free_many(ids);
+        self.events
+            .pages_held
+            .fetch_sub(ids.len(), Ordering::Relaxed);
+    }
+
+    /// The page directory, for translations outside `page` (blob pages).
+    #[inline]
+    pub(crate) fn directory(&self) -> &Directory {
+        &self.hot.directory
+    }
+
     /// Gives the memory of free pages of the pool back to the system (`page/release.rs`):
     /// those beyond the pool's reserve, or all of them.
     pub(crate) fn release_memory(&self, all: bool) -> usize {
@@ -323,6 +338,11 @@ impl Drop for TreeCore {
             if let Ok((node, _)) = self.page(pid) {
                 if !node.is_leaf() {
                     stack.extend((0..=node.count()).filter_map(|i| node.child(i).ok()));
+                }
+                for i in 0..node.count() {
+                    if let Ok(Some(stub)) = node.stub(i) {
+                        self.free_blob(stub);
+                    }
                 }
             }
             self.pool.free(pid);

@@ -126,7 +126,7 @@ impl<'g> Builder<'g> {
     /// Appends an entry whose key without the node prefix is `suffix`.
     fn append(&mut self, suffix: &[u8], value: &[u8]) {
         let off = self.reserve(entry_space(suffix.len(), value.len()) - SLOT);
-        self.node.write_entry(off, suffix, value);
+        self.node.write_entry(off, suffix, value, false);
         self.next_slot(head_of(suffix), off);
     }
 
@@ -185,8 +185,8 @@ impl<'g> Builder<'g> {
         lead.extend_from_slice(&old_head[..e.suffix_len.min(4)]);
         let old_rest = e.suffix_len.saturating_sub(4);
         let sl = lead.len() + old_rest;
-        let off = self.reserve(entry_space(sl, e.value_len) - SLOT);
-        let mut w = off + self.node.write_lens(off, sl, e.value_len);
+        let off = self.reserve(e.space(sl) - SLOT);
+        let mut w = off + self.node.write_lens(off, sl, e.value_len, e.stub);
         let lead_rest = &lead[lead.len().min(4)..];
         self.node
             .bytes_mut(w, lead_rest.len())
@@ -216,8 +216,8 @@ impl<'g> Builder<'g> {
                 None => src.raw().u8_at(e.rest_off + k - 4).expect("latched"),
             };
         }
-        let off = self.reserve(entry_space(sl, e.value_len) - SLOT);
-        let h = self.node.write_lens(off, sl, e.value_len);
+        let off = self.reserve(e.space(sl) - SLOT);
+        let h = self.node.write_lens(off, sl, e.value_len, e.stub);
         // The new rest is the old rest without its first `cut` bytes.
         let rest = sl.saturating_sub(4);
         if rest > 0 {

@@ -3,29 +3,35 @@
 
 use super::Layout;
 use super::{
-    common_prefix, entry_space, head_of, lens_len, node_size, Fence, Node, NodeMut, Scratch,
+    common_prefix, head_of, lens_len, node_size, stored_entry_space, Fence, Node, NodeMut, Scratch,
     HAS_LOWER, HAS_UPPER, HEADER, LAYOUT_SHIFT, OFF_COUNT, OFF_FLAGS, OFF_HEAP_LIVE, OFF_HEAP_TOP,
     OFF_LEVEL, OFF_LOWER, OFF_LOWER_LEN, OFF_PREFIX, OFF_PREFIX_LEN, OFF_UPPER, OFF_UPPER_LEN,
-    PREFIX_FROM_KEYS, SLOT,
+    PREFIX_FROM_KEYS, SLOT, STUB_MARK,
 };
 use crate::sync::Restart;
 
 impl Node {
-    /// Space an insert of a key of `key_len` bytes that carries the node prefix needs.
-    pub(crate) fn space_needed(&self, key_len: usize, value_len: usize) -> usize {
-        entry_space(key_len.saturating_sub(self.prefix_len()), value_len)
+    /// Space an insert of a key of `key_len` bytes that carries the node prefix needs, with
+    /// a stored value of `value_len` bytes (a stub if `stub`).
+    pub(crate) fn space_needed(&self, key_len: usize, value_len: usize, stub: bool) -> usize {
+        stored_entry_space(key_len.saturating_sub(self.prefix_len()), value_len, stub)
     }
 
-    /// Whether `key`/`value` can be inserted, possibly after compaction or (in an edge
-    /// node) after shortening the prefix.
+    /// Whether `key` and an inline value of `value_len` bytes can be inserted.
     pub(crate) fn fits(&self, key: &[u8], value_len: usize) -> Result<bool, Restart> {
+        self.fits_stored(key, value_len, false)
+    }
+
+    /// Whether `key` and a stored value of `value_len` bytes (a stub if `stub`) can be
+    /// inserted, possibly after compaction or (in an edge node) after shortening the prefix.
+    fn fits_stored(&self, key: &[u8], value_len: usize, stub: bool) -> Result<bool, Restart> {
         let prefix = self.prefix()?;
         if key.starts_with(&prefix) {
-            return Ok(self.space_needed(key.len(), value_len) <= self.free_space());
+            return Ok(self.space_needed(key.len(), value_len, stub) <= self.free_space());
         }
         let keep = common_prefix(&prefix, key);
         Ok(
-            self.reprefixed_size(keep)? + entry_space(key.len() - keep, value_len)
+            self.reprefixed_size(keep)? + stored_entry_space(key.len() - keep, value_len, stub)
                 <= self.page_size(),
         )
     }
@@ -38,7 +44,7 @@ impl Node {
         let mut entries = 0;
         for i in 0..self.count() {
             let e = self.entry(i)?;
-            entries += entry_space(e.suffix_len + grow, e.value_len);
+            entries += e.space(e.suffix_len + grow);
         }
         Ok(node_size(new_len, fences, entries))
     }
@@ -110,6 +116,18 @@ impl NodeMut<'_> {
     /// adopts the key as its prefix (later keys shorten it), so that the root and the edge
     /// nodes get a prefix too.
     pub(crate) fn insert_entry(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
+        self.insert_stored(pos, key, value, false)
+    }
+
+    /// [`insert_entry`](NodeMut::insert_entry) of a stored value: the stub of an
+    /// out-of-line value if `stub`.
+    pub(crate) fn insert_stored(
+        &mut self,
+        pos: usize,
+        key: &[u8],
+        value: &[u8],
+        stub: bool,
+    ) -> bool {
         if self.count() == 0 && self.prefix().expect("writable") != key {
             let lower = self.lower_fence().expect("writable");
             let upper = self.upper_fence().expect("writable");
@@ -119,21 +137,26 @@ impl NodeMut<'_> {
             self.set_upper_child(upper_child);
             self.set_policy_area(policy);
         }
-        self.insert_at(pos, key, value)
+        self.insert_at_stored(pos, key, value, stub)
     }
 
     /// Inserts `key`/`value` at `pos` (which must keep the order). Returns false, changing
     /// nothing, if the entry does not fit even after compaction. In an edge node, a key that
     /// does not carry the prefix makes the node rebuild itself with the common prefix of the
     /// old prefix and the key.
+    #[cfg(test)]
     pub(crate) fn insert_at(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
+        self.insert_at_stored(pos, key, value, false)
+    }
+
+    fn insert_at_stored(&mut self, pos: usize, key: &[u8], value: &[u8], stub: bool) -> bool {
         let plen = self.prefix_len();
         if plen > 0 && self.key_vs_prefix(key) != Ok(std::cmp::Ordering::Equal) {
             assert!(
                 !self.prefix_is_guaranteed(),
                 "key outside the node's fences"
             );
-            if !self.fits(key, value.len()).expect("writable") {
+            if !self.fits_stored(key, value.len(), stub).expect("writable") {
                 return false;
             }
             let new_len = common_prefix(&self.prefix().expect("writable"), key);
@@ -141,23 +164,23 @@ impl NodeMut<'_> {
         }
         let plen = self.prefix_len();
         let suffix = &key[plen..];
-        let need = entry_space(suffix.len(), value.len());
+        let need = stored_entry_space(suffix.len(), value.len(), stub);
         if need > self.free_space() {
             return false;
         }
         if need > self.contiguous_space() {
             self.compact();
         }
-        self.insert_suffix_at(pos, suffix, value);
+        self.insert_suffix_at(pos, suffix, value, stub);
         true
     }
 
     /// Writes one entry; there must be contiguous room for it.
-    fn insert_suffix_at(&mut self, pos: usize, suffix: &[u8], value: &[u8]) {
+    fn insert_suffix_at(&mut self, pos: usize, suffix: &[u8], value: &[u8], stub: bool) {
         let count = self.count();
-        let heap_len = entry_space(suffix.len(), value.len()) - SLOT;
+        let heap_len = stored_entry_space(suffix.len(), value.len(), stub) - SLOT;
         let off = self.heap_alloc(heap_len);
-        self.write_entry(off, suffix, value);
+        self.write_entry(off, suffix, value, stub);
         // Shift slots [pos, count) right by one.
         let start = HEADER + pos * SLOT;
         let end = HEADER + count * SLOT;
@@ -167,19 +190,19 @@ impl NodeMut<'_> {
         self.set_count(count + 1);
     }
 
-    /// Encodes the heap entry of `suffix`/`value` at `off`.
-    pub(super) fn write_entry(&mut self, off: usize, suffix: &[u8], value: &[u8]) {
-        let mut w = off + self.write_lens(off, suffix.len(), value.len());
+    /// Encodes the heap entry of `suffix`/`value` (a stub if `stub`) at `off`.
+    pub(super) fn write_entry(&mut self, off: usize, suffix: &[u8], value: &[u8], stub: bool) {
+        let mut w = off + self.write_lens(off, suffix.len(), value.len(), stub);
         let rest = &suffix[suffix.len().min(4)..];
         self.bytes_mut(w, rest.len()).copy_from_slice(rest);
         w += rest.len();
         self.bytes_mut(w, value.len()).copy_from_slice(value);
     }
 
-    /// Writes the length header of an entry at `off`; returns its length. The rest of the
-    /// suffix and the value follow it.
-    pub(super) fn write_lens(&mut self, off: usize, sl: usize, vl: usize) -> usize {
-        let h = lens_len(sl, vl);
+    /// Writes the length header of an entry at `off` (flagging a stub if `stub`); returns
+    /// its length. The rest of the suffix and the value follow it.
+    pub(super) fn write_lens(&mut self, off: usize, sl: usize, vl: usize, stub: bool) -> usize {
+        let h = lens_len(sl, vl, stub);
         let header = self.bytes_mut(off, h);
         match h {
             1 => header[0] = ((sl << 4) | vl) as u8,
@@ -188,7 +211,7 @@ impl NodeMut<'_> {
                 header[1] = vl as u8;
             }
             _ => {
-                header[0] = 0xC0;
+                header[0] = if stub { 0xC0 | STUB_MARK } else { 0xC0 };
                 header[1..3].copy_from_slice(&(sl as u16).to_le_bytes());
                 header[3..5].copy_from_slice(&(vl as u16).to_le_bytes());
             }

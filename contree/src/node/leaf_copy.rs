@@ -10,6 +10,8 @@
 //! (`pagebuf`), so a scan allocates nothing once its thread has scanned before.
 
 use super::{pagebuf, raw::RawPage, EntryLoc, Node, HEADER, OFF_PREFIX, SLOT};
+use crate::blob;
+use crate::page::Directory;
 use crate::sync::Restart;
 use std::ops::ControlFlow;
 
@@ -18,13 +20,32 @@ use std::ops::ControlFlow;
 pub(crate) struct LeafCopy {
     buf: Vec<u64>,
     size: usize,
+    /// The out-of-line value of the current entry, when it has one (see [`fetch`]).
+    ///
+    /// [`fetch`]: Self::fetch
+    blob: Vec<u8>,
+    /// The out-of-line value fetched last, until [`adopt`](Self::adopt) makes it current.
+    spare: Vec<u8>,
 }
 
-/// Where a value lies in a [`LeafCopy`] (checked to lie inside it when it was read).
+/// Where a value lies: in a [`LeafCopy`] (checked to lie inside it when it was read), or
+/// in its buffer of the current out-of-line value.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Place {
     off: usize,
     len: usize,
+    kind: PlaceKind,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum PlaceKind {
+    /// The value's bytes in the copy.
+    #[default]
+    Inline,
+    /// The stub of an out-of-line value, in the copy (not yet adopted).
+    Stub,
+    /// The current out-of-line value.
+    Blob,
 }
 
 impl Drop for LeafCopy {
@@ -158,7 +179,44 @@ impl LeafCopy {
         Some(Place {
             off: e.value_off,
             len: e.value_len,
+            kind: if e.stub {
+                PlaceKind::Stub
+            } else {
+                PlaceKind::Inline
+            },
         })
+    }
+
+    /// If entry `i` of the copy holds the stub of an out-of-line value, copies that value
+    /// through `dir` into the spare buffer and returns `true`. Like the copy itself, the
+    /// bytes are garbage (and `Restart` may come) until the caller validates the leaf *after*
+    /// this call; then [`adopt`](Self::adopt) makes them the value of the entry's place.
+    pub(crate) fn fetch(&mut self, i: usize, dir: &Directory) -> Result<bool, Restart> {
+        if self.size == 0 {
+            return Ok(false);
+        }
+        let Some(stub) = self.node().stub(i)? else {
+            return Ok(false);
+        };
+        self.spare.clear();
+        blob::read(dir, self.size, stub, &mut self.spare)?;
+        Ok(true)
+    }
+
+    /// The place of a value read by [`read`](Self::read) or [`walk`](Self::walk) once it
+    /// can be handed out: a stub's place becomes that of the value [`fetch`](Self::fetch)
+    /// copied for the same entry, which becomes the current one.
+    #[inline]
+    pub(crate) fn adopt(&mut self, place: Place) -> Place {
+        if place.kind != PlaceKind::Stub {
+            return place;
+        }
+        std::mem::swap(&mut self.blob, &mut self.spare);
+        Place {
+            off: 0,
+            len: self.blob.len(),
+            kind: PlaceKind::Blob,
+        }
     }
 
     /// Calls `f` with the entries `from + 1`, `from + 2`, ... (`FORWARD`) or `from - 1`,
@@ -166,23 +224,27 @@ impl LeafCopy {
     /// of this copy and holds the key of the last entry `f` saw when the walk returns, whose
     /// index and place it returns (`None` if there was no further entry). The
     /// visitor scans' loop: the prefix stays in `key`, and no entry is validated on its own
-    /// (the copy was, as a whole).
+    /// (the copy was, as a whole), except one with an out-of-line value: that value is
+    /// fetched through `dir` and `validate` (the leaf's snapshot) checked before the entry
+    /// is handed out. When that check fails the walk stops before the entry, with `stale`
+    /// set (the third part of the result).
     #[inline(always)]
     pub(crate) fn walk<const FORWARD: bool, R>(
-        &self,
+        &mut self,
         from: usize,
         count: usize,
         key: &mut Vec<u8>,
+        blobs: (&Directory, &dyn Fn() -> Result<(), Restart>),
         f: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
-    ) -> (Option<(usize, Place)>, ControlFlow<R>) {
+    ) -> (Option<(usize, Place)>, ControlFlow<R>, bool) {
         let mut last = None;
         if self.size == 0 {
-            return (last, ControlFlow::Continue(()));
+            return (last, ControlFlow::Continue(()), false);
         }
         let node = self.node();
         let plen = node.prefix_len();
         if key.len() < plen {
-            return (last, ControlFlow::Continue(()));
+            return (last, ControlFlow::Continue(()), false);
         }
         let mut i = from;
         let flow = loop {
@@ -190,22 +252,34 @@ impl LeafCopy {
             if i >= count {
                 break ControlFlow::Continue(());
             }
-            let read = node.entry(i).ok();
-            let Some(place) = read.and_then(|e| self.put_suffix(&node, i, &e, plen, key)) else {
+            let Ok(e) = node.entry(i) else {
                 break ControlFlow::Continue(());
             };
+            if e.stub && self.fetch(i, blobs.0).and_then(|_| blobs.1()).is_err() {
+                return (last, ControlFlow::Continue(()), true);
+            }
+            let Some(place) = self.put_suffix(&node, i, &e, plen, key) else {
+                break ControlFlow::Continue(());
+            };
+            let place = self.adopt(place);
             last = Some((i, place));
             if let ControlFlow::Break(r) = f(key, self.value(place)) {
                 break ControlFlow::Break(r);
             }
         };
-        (last, flow)
+        (last, flow, false)
     }
 
     /// The value at `place` (read from this copy by [`read`](Self::read)).
     #[inline]
     pub(crate) fn value(&self, place: Place) -> &[u8] {
-        self.bytes()
+        let bytes = match place.kind {
+            PlaceKind::Inline => self.bytes(),
+            PlaceKind::Blob => &self.blob,
+            // Never handed out: `adopt` turns it into a `Blob` place first.
+            PlaceKind::Stub => return &[],
+        };
+        bytes
             .get(place.off..place.off + place.len)
             .unwrap_or_default()
     }

@@ -61,7 +61,8 @@ mod tests;
 pub(crate) use builder::{Builder, Scratch};
 pub(crate) use leaf_copy::{LeafCopy, Place};
 
-use crate::page::PageId;
+use crate::blob::{self, Stub, STUB_LEN};
+use crate::page::{Directory, PageId};
 use crate::sync::{ExclusiveGuard, Restart};
 use raw::RawPage;
 use std::marker::PhantomData;
@@ -126,10 +127,14 @@ pub(crate) fn head_of(suffix: &[u8]) -> u32 {
 
 /// Bytes the length header of an entry takes: one byte for a suffix below 8 and a value
 /// below 16 bytes (`0sss_vvvv`), two for a suffix below 64 and a value below 256
-/// (`10ss_ssss vvvv_vvvv`), otherwise a marker byte `11xx_xxxx` and two little-endian u16.
+/// (`10ss_ssss vvvv_vvvv`), otherwise a marker byte `11bx_xxxx` and two little-endian u16.
+/// The bit `b` ([`STUB_MARK`]) of the long form flags a value stored out of line: the entry
+/// holds its stub (see `crate::blob`), so a stub always takes the long form.
 #[inline]
-fn lens_len(suffix_len: usize, value_len: usize) -> usize {
-    if suffix_len < 8 && value_len < 16 {
+fn lens_len(suffix_len: usize, value_len: usize, stub: bool) -> usize {
+    if stub {
+        5
+    } else if suffix_len < 8 && value_len < 16 {
         1
     } else if suffix_len < 64 && value_len < 256 {
         2
@@ -138,11 +143,20 @@ fn lens_len(suffix_len: usize, value_len: usize) -> usize {
     }
 }
 
+/// The marker bit of the long length header that flags an out-of-line value's stub.
+const STUB_MARK: u8 = 0x20;
+
 /// The size rule, part one: bytes one entry takes in a node (slot, length header, suffix
-/// beyond the head, value).
+/// beyond the head, value as stored: inline bytes, or the stub of an out-of-line value).
+#[inline]
+pub(crate) fn stored_entry_space(suffix_len: usize, value_len: usize, stub: bool) -> usize {
+    SLOT + lens_len(suffix_len, value_len, stub) + suffix_len.saturating_sub(4) + value_len
+}
+
+/// [`stored_entry_space`] of an entry whose value is inline (every entry of an inner node).
 #[inline]
 pub(crate) fn entry_space(suffix_len: usize, value_len: usize) -> usize {
-    SLOT + lens_len(suffix_len, value_len) + suffix_len.saturating_sub(4) + value_len
+    stored_entry_space(suffix_len, value_len, false)
 }
 
 /// The size rule, part two: bytes a node with a prefix of `prefix` bytes, fences of
@@ -173,6 +187,23 @@ pub(crate) fn node_prefix<'a>(
     }
 }
 
+/// A leaf value as an entry stores it: inline bytes, or the stub of an out-of-line value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Stored<'a> {
+    Inline(&'a [u8]),
+    Stub([u8; STUB_LEN]),
+}
+
+impl Stored<'_> {
+    /// The bytes the entry holds and whether they are a stub.
+    pub(crate) fn parts(&self) -> (&[u8], bool) {
+        match self {
+            Stored::Inline(v) => (v, false),
+            Stored::Stub(s) => (s, true),
+        }
+    }
+}
+
 /// A read view of one page (see the module doc). Copyable; safe to use while a writer
 /// changes the page, with every result validated by the caller before it is trusted.
 #[derive(Clone, Copy, Debug)]
@@ -186,9 +217,20 @@ pub(crate) struct EntryLoc {
     pub suffix_len: usize,
     pub rest_off: usize,
     pub value_off: usize,
+    /// Bytes of the value in the page: the value, or its stub.
     pub value_len: usize,
+    /// Whether the value is out of line: the page holds its stub (see `crate::blob`).
+    pub stub: bool,
     /// Bytes of the heap entry (without the slot).
     pub heap_len: usize,
+}
+
+impl EntryLoc {
+    /// Bytes this entry takes in a node where its suffix is `suffix_len` bytes long.
+    #[inline]
+    pub(crate) fn space(&self, suffix_len: usize) -> usize {
+        stored_entry_space(suffix_len, self.value_len, self.stub)
+    }
 }
 
 impl Node {
@@ -412,22 +454,23 @@ impl Node {
         self.page.prefetch_at(HEADER + i * SLOT);
     }
 
-    /// Decodes the length header at `off`: (suffix length, value length, header bytes).
+    /// Decodes the length header at `off`: (suffix length, value length, header bytes,
+    /// whether the value is a stub).
     #[inline]
-    fn lens_at(&self, off: usize) -> Result<(usize, usize, usize), Restart> {
+    fn lens_at(&self, off: usize) -> Result<(usize, usize, usize, bool), Restart> {
         let b = self.page.u8_at(off)?;
         if b < 0x80 {
-            return Ok(((b >> 4) as usize, (b & 0x0F) as usize, 1));
+            return Ok(((b >> 4) as usize, (b & 0x0F) as usize, 1, false));
         }
         if b < 0xC0 {
             let v = self.page.u8_at(off + 1)?;
-            return Ok(((b & 0x3F) as usize, v as usize, 2));
+            return Ok(((b & 0x3F) as usize, v as usize, 2, false));
         }
         let mut l = [0u8; 4];
         self.page.copy_to(off + 1, &mut l)?;
         let s = u16::from_le_bytes([l[0], l[1]]) as usize;
         let v = u16::from_le_bytes([l[2], l[3]]) as usize;
-        Ok((s, v, 5))
+        Ok((s, v, 5, b & STUB_MARK != 0))
     }
 
     /// Locates the parts of entry `i`; every offset it returns lies inside the page.
@@ -439,7 +482,7 @@ impl Node {
         }
         // SAFETY: `i < max_slots()`, checked above.
         let off = unsafe { self.slot_offset(i) };
-        let (suffix_len, value_len, h) = self.lens_at(off)?;
+        let (suffix_len, value_len, h, stub) = self.lens_at(off)?;
         let rest_off = off + h;
         let rest = suffix_len.saturating_sub(4);
         let value_off = rest_off + rest;
@@ -450,31 +493,64 @@ impl Node {
             rest_off,
             value_off,
             value_len,
+            stub,
             heap_len,
         })
     }
 
-    /// A copy of the value of entry `i`.
+    /// The stub of entry `i` if its value is out of line (see `crate::blob`).
     #[inline]
-    pub(crate) fn value(&self, i: usize) -> Result<Vec<u8>, Restart> {
+    pub(crate) fn stub(&self, i: usize) -> Result<Option<Stub>, Restart> {
         let e = self.entry(i)?;
-        let mut out = Vec::with_capacity(e.value_len);
-        self.page.append_to(e.value_off, e.value_len, &mut out)?;
+        self.stub_at(&e)
+    }
+
+    /// The stub of the entry at `e` if its value is out of line.
+    #[inline]
+    pub(crate) fn stub_at(&self, e: &EntryLoc) -> Result<Option<Stub>, Restart> {
+        if !e.stub {
+            return Ok(None);
+        }
+        if e.value_len != STUB_LEN {
+            return Err(Restart);
+        }
+        let mut b = [0u8; STUB_LEN];
+        self.page.copy_to(e.value_off, &mut b)?;
+        Ok(Some(Stub::decode(b)))
+    }
+
+    /// A copy of the value of entry `i`; an out-of-line value is read through `dir` (and
+    /// is, like everything an optimistic reader copies, garbage until the leaf validates).
+    #[inline]
+    pub(crate) fn value(&self, i: usize, dir: &Directory) -> Result<Vec<u8>, Restart> {
+        let mut out = Vec::new();
+        self.append_value(i, &mut out, dir)?;
         Ok(out)
     }
 
-    /// Appends the value of entry `i` to `out`.
+    /// Appends the value of entry `i` to `out` (as [`value`](Self::value)).
     #[inline]
-    pub(crate) fn append_value(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+    pub(crate) fn append_value(
+        &self,
+        i: usize,
+        out: &mut Vec<u8>,
+        dir: &Directory,
+    ) -> Result<(), Restart> {
         let e = self.entry(i)?;
-        self.page.append_to(e.value_off, e.value_len, out)
+        match self.stub_at(&e)? {
+            None => self.page.append_to(e.value_off, e.value_len, out),
+            Some(stub) => blob::read(dir, self.page.size(), stub, out),
+        }
     }
 
     /// Copies the value of entry `i` into the front of `buf` and returns its length, or
-    /// `None` (copying nothing) if it is longer than `buf`.
+    /// `None` (copying nothing) if it is longer than `buf` or out of line.
     #[inline]
     pub(crate) fn copy_value(&self, i: usize, buf: &mut [u8]) -> Result<Option<usize>, Restart> {
         let e = self.entry(i)?;
+        if e.stub {
+            return Ok(None);
+        }
         match buf.get_mut(..e.value_len) {
             Some(dst) => {
                 self.page.copy_to(e.value_off, dst)?;
@@ -595,7 +671,8 @@ impl<'g> NodeMut<'g> {
         self.node
     }
 
-    /// The value bytes of entry `i`, writable.
+    /// The value bytes of entry `i` as the page stores them (the stub of an out-of-line
+    /// value), writable.
     pub(crate) fn value_mut(&mut self, i: usize) -> &mut [u8] {
         let e = self.node.entry(i).expect("entry of a writable node");
         // SAFETY: the write capability `self` borrows excludes every other writer of the

@@ -41,9 +41,9 @@ impl Node {
             let e = self.entry(i)?;
             let full = plen + e.suffix_len;
             if i < left_end {
-                left += entry_space(full - left_plen.min(full), e.value_len);
+                left += e.space(full - left_plen.min(full));
             } else if i > sep_pos {
-                right += entry_space(full - right_plen.min(full), e.value_len);
+                right += e.space(full - right_plen.min(full));
             }
         }
         let lower_len = lower.map_or(0, |f| f.len());
@@ -91,7 +91,7 @@ impl Node {
             let grow = n.prefix_len() - plen.min(n.prefix_len());
             for i in 0..n.count() {
                 let e = n.entry(i)?;
-                entries += entry_space(e.suffix_len + grow, e.value_len);
+                entries += e.space(e.suffix_len + grow);
             }
         }
         if !left.is_leaf() {

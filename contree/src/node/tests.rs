@@ -3,6 +3,12 @@
 use super::leaf_copy::LeafCopy;
 use super::*;
 
+/// The value of entry `i` of `n`, which holds inline values only.
+fn value_of(n: &Node, i: usize) -> Vec<u8> {
+    let pool = crate::page::PagePool::new(4096, 4096, false);
+    n.value(i, &Directory::of(&pool)).unwrap()
+}
+
 fn insert(n: &mut NodeMut, key: &[u8], value: &[u8]) -> bool {
     let (pos, found) = n.lower_bound(key).unwrap();
     assert!(!found);
@@ -40,7 +46,7 @@ fn search_finds_inserted_keys_in_order() {
     for k in &ks {
         let (pos, found) = n.lower_bound(k).unwrap();
         assert!(found);
-        assert_eq!(n.value(pos).unwrap(), *k);
+        assert_eq!(value_of(&n, pos), *k);
     }
     assert_eq!(n.lower_bound(b"abcc").unwrap(), (4, false));
     assert_eq!(n.lower_bound(b"zzzzzzzzz").unwrap(), (8, false));
@@ -190,7 +196,7 @@ fn merge_restores_the_original_node() {
     assert_eq!(n.lower_fence().unwrap(), Some(b"a".to_vec()));
     assert_eq!(n.upper_fence().unwrap(), Some(b"z".to_vec()));
     for (i, k) in all.iter().enumerate() {
-        assert_eq!(n.value(i).unwrap(), &k[..]);
+        assert_eq!(value_of(&n, i), &k[..]);
     }
 }
 
@@ -278,7 +284,7 @@ fn large_keys_and_values_use_long_length_headers() {
     assert!(insert(&mut n, &k, &v));
     let (pos, found) = n.lower_bound(&k).unwrap();
     assert!(found);
-    assert_eq!(n.value(pos).unwrap(), &v[..]);
+    assert_eq!(value_of(&n, pos), &v[..]);
     assert_eq!(n.key(pos).unwrap(), k);
 }
 
@@ -319,7 +325,7 @@ fn copy_range_reencodes_under_any_prefix() {
         assert_eq!(dst.prefix_len(), dst_prefix.len());
         assert_eq!(keys(&dst), ks[first..end].to_vec(), "prefix {dst_prefix:?}");
         for (j, i) in (first..end).enumerate() {
-            assert_eq!(dst.value(j).unwrap(), vec![i as u8; 3]);
+            assert_eq!(value_of(&dst, j), vec![i as u8; 3]);
             assert_eq!(dst.lower_bound(&ks[i]).unwrap(), (j, true));
         }
     }
@@ -359,11 +365,15 @@ fn leaf_copy_reads_and_walks_every_entry() {
             seen.push(k.to_vec());
             ControlFlow::<()>::Continue(())
         };
-        let (last, flow) = if forward {
-            copy.walk::<true, ()>(from, entries.len(), &mut key, &mut visit)
+        let pool = crate::page::PagePool::new(4096, 4096, false);
+        let dir = Directory::of(&pool);
+        let blobs: (&Directory, &dyn Fn() -> Result<(), Restart>) = (&dir, &|| Ok(()));
+        let (last, flow, stale) = if forward {
+            copy.walk::<true, ()>(from, entries.len(), &mut key, blobs, &mut visit)
         } else {
-            copy.walk::<false, ()>(from, entries.len(), &mut key, &mut visit)
+            copy.walk::<false, ()>(from, entries.len(), &mut key, blobs, &mut visit)
         };
+        assert!(!stale);
         assert!(flow.is_continue());
         assert_eq!(last.map(|l| l.0), Some(entries.len() - 1 - from));
         if !forward {
@@ -375,9 +385,10 @@ fn leaf_copy_reads_and_walks_every_entry() {
         );
         // A walk that breaks stays on the entry it broke at.
         copy.read(from, false, &mut key).unwrap();
-        let (at, flow) = copy.walk::<true, ()>(0, entries.len(), &mut key, &mut |_, _| {
-            ControlFlow::Break(())
-        });
+        let (at, flow, _) =
+            copy.walk::<true, ()>(0, entries.len(), &mut key, blobs, &mut |_, _| {
+                ControlFlow::Break(())
+            });
         assert!(flow.is_break() && at.map(|a| a.0) == Some(1) && key == entries[1].0);
     }
     assert_eq!(copy.node().upper_fence().unwrap(), Some(b"prf".to_vec()));

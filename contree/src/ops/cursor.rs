@@ -356,12 +356,22 @@ impl<'t> Cursor<'t> {
         let Some(at) = &mut self.at else {
             return ControlFlow::Continue(());
         };
-        let (last, flow) = self
-            .leaf
-            .walk::<FORWARD, R>(at.index, at.count, &mut self.key, f);
+        let guard = &at.guard;
+        let validate = || guard.validate();
+        let (last, flow, stale) = self.leaf.walk::<FORWARD, R>(
+            at.index,
+            at.count,
+            &mut self.key,
+            (self.tree.directory(), &validate),
+            f,
+        );
         if let Some((index, place)) = last {
             at.index = index;
             self.value = place;
+        }
+        if stale {
+            // The leaf changed under an out-of-line value: the next move descends again.
+            self.at = None;
         }
         flow
     }
@@ -373,10 +383,12 @@ impl<'t> Cursor<'t> {
         let Some(at) = &mut self.at else {
             return false;
         };
-        if at.guard.validate().is_ok() {
+        // An out-of-line value is fetched first, then the snapshot validated for both.
+        let fetched = self.leaf.fetch(index, self.tree.directory());
+        if fetched.is_ok() && at.guard.validate().is_ok() {
             if let Some(place) = self.leaf.read(index, true, &mut self.key) {
                 at.index = index;
-                self.value = place;
+                self.value = self.leaf.adopt(place);
                 return true;
             }
         }
@@ -469,8 +481,15 @@ impl<'t> Cursor<'t> {
             }
             .filter(|&i| i < count);
             if let Some(index) = index {
+                // An out-of-line value is fetched, then the leaf validated again; if it
+                // changed meanwhile, the descent is repeated.
+                match self.leaf.fetch(index, tree.directory()) {
+                    Ok(false) => {}
+                    Ok(true) if guard.validate().is_ok() => {}
+                    _ => continue,
+                }
                 if let Some(place) = self.leaf.read(index, false, &mut self.key) {
-                    self.value = place;
+                    self.value = self.leaf.adopt(place);
                     self.at = Some(At {
                         guard,
                         index,

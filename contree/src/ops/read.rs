@@ -40,8 +40,9 @@ impl Tree {
     /// assert_eq!(tree.get(b"missing"), None);
     /// ```
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let dir = self.core.directory();
         self.read_point(key, |leaf, pos, found| {
-            found.then(|| leaf.value(pos)).transpose()
+            found.then(|| leaf.value(pos, dir)).transpose()
         })
     }
 
@@ -67,10 +68,11 @@ impl Tree {
     /// assert!(buf.is_empty());
     /// ```
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
+        let dir = self.core.directory();
         self.read_point(key, |leaf, pos, found| {
             out.clear();
             if found {
-                leaf.append_value(pos, out)?;
+                leaf.append_value(pos, out, dir)?;
             }
             Ok(found)
         })
@@ -95,7 +97,7 @@ impl Tree {
     /// concurrent readers of a hot leaf do not contend) and `f` runs on the copy after the
     /// read validated, holding no latch: `f` may read and write the tree. A value of up to
     /// [`GET_WITH_INLINE`] bytes is copied into a buffer on the stack, so nothing is
-    /// allocated; a larger one into a heap buffer.
+    /// allocated; a larger one (and an out-of-line value) into a heap buffer.
     ///
     /// ```
     /// let tree = contree::Tree::new();

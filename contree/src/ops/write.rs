@@ -2,8 +2,10 @@
 //! leaf policies are asked at their named points, and structure changes (`smo`) follow when
 //! a leaf is full, underfull, or contended.
 
+use crate::blob::Stub;
+use crate::engine::TreeCore;
 use crate::error::Error;
-use crate::node::{NodeMut, SLOT};
+use crate::node::{NodeMut, Stored, SLOT};
 use crate::policy::Divert;
 use crate::sync::reentry::InClosure;
 use crate::sync::{Counter, Restart};
@@ -15,6 +17,9 @@ pub(crate) enum Edit<V> {
     Keep,
     /// Store this value (insert or replace).
     Put(V),
+    /// Store the out-of-line value this stub names (written by the caller, which frees it
+    /// unless the call returns `Ok`: then the tree owns it).
+    PutStub(Stub),
     /// Remove the entry if there is one.
     Remove,
 }
@@ -27,11 +32,69 @@ enum Stop {
     Refused(Error),
 }
 
-/// What an applied edit did to the tree: entries added (+1) or removed (-1), and whether a
-/// removal left the leaf underfull.
+/// What an applied edit did to the tree: entries added (+1) or removed (-1), whether a
+/// removal left the leaf underfull, and the out-of-line value it dropped (freed once the
+/// leaf's latch is released).
 struct Applied {
     delta: i8,
     underfull: bool,
+    freed: Option<Stub>,
+}
+
+/// The value of a `Put`: bytes (written out of line here when they are too long to stay
+/// inline), or the stub of an out-of-line value its caller wrote.
+enum Value<V> {
+    Bytes(V),
+    Stub(Stub),
+}
+
+/// Stores `value` for `key` at `pos` of the latched leaf `node`, in place of the entry there
+/// if `found` (whose out-of-line value the caller frees once this succeeds).
+/// Bytes too long to stay inline are written to blob pages first, and freed again if the
+/// entry does not fit. The leaf is unchanged on failure.
+fn put<V: AsRef<[u8]>>(
+    core: &TreeCore,
+    node: &mut NodeMut<'_>,
+    pos: usize,
+    key: &[u8],
+    found: bool,
+    value: &Value<V>,
+) -> Result<(), Stop> {
+    let (stored, written) = match value {
+        Value::Bytes(v) if v.as_ref().len() <= core.config().max_inline_value_len() => {
+            (Stored::Inline(v.as_ref()), None)
+        }
+        Value::Bytes(v) => {
+            let stub = core.write_blob(v.as_ref()).map_err(Stop::Refused)?;
+            (Stored::Stub(stub.encode()), Some(stub))
+        }
+        Value::Stub(stub) => (Stored::Stub(stub.encode()), None),
+    };
+    let (bytes, is_stub) = stored.parts();
+    let fits = if found {
+        let e = node.entry(pos).expect("entry of a latched leaf");
+        let need = node.space_needed(key.len(), bytes.len(), is_stub);
+        need <= node.free_space() + e.heap_len + SLOT
+    } else {
+        true
+    };
+    let inserted = fits && {
+        if found {
+            node.remove_at(pos);
+        }
+        node.insert_stored(pos, key, bytes, is_stub)
+    };
+    debug_assert!(
+        inserted || !found || !fits,
+        "a replacement that fits is written"
+    );
+    if !inserted {
+        if let Some(stub) = written {
+            core.free_blob(stub);
+        }
+        return Err(Stop::NeedSplit);
+    }
+    Ok(())
 }
 
 impl Tree {
@@ -64,57 +127,72 @@ impl Tree {
                 let slow_path = x.slow_path();
                 let mut node = NodeMut::new(node, &mut x);
                 let (pos, found) = node.lower_bound(key)?;
+                let old_stub = if found { node.stub(pos)? } else { None };
                 let (edit, out) = {
                     let _mark = closure.map(|op| InClosure::enter(core.id(), op));
-                    decide(if found {
-                        Some(&*node.value_mut(pos))
-                    } else {
-                        None
-                    })
+                    match (found, old_stub) {
+                        (false, _) => decide(None),
+                        (true, None) => decide(Some(&*node.value_mut(pos))),
+                        (true, Some(stub)) => decide(Some(&core.blob_value(stub))),
+                    }
                 };
                 let mut applied = Applied {
                     delta: 0,
                     underfull: false,
+                    freed: None,
                 };
-                match edit {
+                let value = match edit {
                     Edit::Keep => return Ok(Ok((out, applied))),
                     Edit::Remove if !found => return Ok(Ok((out, applied))),
                     Edit::Remove => {
                         node.remove_at(pos);
                         applied.delta = -1;
                         applied.underfull = core.is_underfull(&node);
+                        applied.freed = old_stub;
+                        split_at = core.policy.after_change(&mut node, pos, slow_path);
+                        return Ok(Ok((out, applied)));
                     }
-                    Edit::Put(value) => {
-                        let value = value.as_ref();
-                        if let Err(e) = core.check_value(value) {
-                            return Ok(Err(Stop::Refused(e)));
-                        }
-                        if !found {
-                            if !node.insert_entry(pos, key, value) {
-                                return Ok(Err(Stop::NeedSplit));
-                            }
-                            applied.delta = 1;
-                        } else {
-                            let e = node.entry(pos)?;
-                            if e.value_len == value.len() {
-                                node.overwrite_value(pos, value);
-                            } else {
-                                let need = node.space_needed(key.len(), value.len());
-                                if need > node.free_space() + e.heap_len + SLOT {
-                                    return Ok(Err(Stop::NeedSplit));
-                                }
-                                node.remove_at(pos);
-                                let ok = node.insert_entry(pos, key, value);
-                                debug_assert!(ok);
+                    Edit::Put(value) => Value::Bytes(value),
+                    Edit::PutStub(stub) => Value::Stub(stub),
+                };
+                let bytes = match &value {
+                    Value::Bytes(v) => v.as_ref(),
+                    Value::Stub(_) => &[][..],
+                };
+                if let Err(e) = core.check_value(bytes) {
+                    return Ok(Err(Stop::Refused(e)));
+                }
+                let inline = bytes.len() <= core.config().max_inline_value_len();
+                // A value of the old one's length and form is written over it in place.
+                let in_place = found
+                    && match (old_stub, &value) {
+                        (None, Value::Bytes(_)) if inline => {
+                            node.entry(pos)?.value_len == bytes.len() && {
+                                node.overwrite_value(pos, bytes);
+                                true
                             }
                         }
+                        (Some(old), Value::Bytes(_)) if !inline && old.len == bytes.len() => {
+                            core.overwrite_blob(old, bytes);
+                            true
+                        }
+                        _ => false,
+                    };
+                if !in_place {
+                    if let Err(stop) = put(core, &mut node, pos, key, found, &value) {
+                        return Ok(Err(stop));
                     }
+                    applied.freed = old_stub;
+                    applied.delta = i8::from(!found);
                 }
                 split_at = core.policy.after_change(&mut node, pos, slow_path);
                 Ok(Ok((out, applied)))
             });
             match attempt {
                 Ok((out, applied)) => {
+                    if let Some(stub) = applied.freed {
+                        core.free_blob(stub);
+                    }
                     if applied.delta != 0 {
                         core.counters.add(Counter::Len, applied.delta as i64);
                     }
@@ -162,8 +240,21 @@ impl Tree {
     /// assert!(tree.insert(&[0u8; 100_000], b"").is_err());
     /// ```
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.core.check_value(value)?;
-        self.modify(key, None, |old| (Edit::Put(value), old.map(<[u8]>::to_vec)))
+        let core = &*self.core;
+        core.check_value(value)?;
+        if value.len() <= core.config().max_inline_value_len() {
+            return self.modify(key, None, |old| (Edit::Put(value), old.map(<[u8]>::to_vec)));
+        }
+        // A long value is written out of line before the leaf is latched.
+        core.check_key(key)?;
+        let stub = core.write_blob(value)?;
+        let out = self.modify(key, None, |old| {
+            (Edit::<&[u8]>::PutStub(stub), old.map(<[u8]>::to_vec))
+        });
+        if out.is_err() {
+            core.free_blob(stub);
+        }
+        out
     }
 
     /// Changes the value of `key` in place under the leaf's exclusive latch and returns what
@@ -176,7 +267,9 @@ impl Tree {
     /// If `f` calls into this tree: that call would wait for the latch `f` runs under,
     /// forever, so it panics with a message saying so (calls into other trees are fine).
     /// If `f` panics, the panic propagates, the latch is released and the tree stays valid;
-    /// what `f` wrote into the value before panicking stays written.
+    /// what `f` wrote into an inline value before panicking stays written (an out-of-line
+    /// value, longer than [`Config::max_inline_value_len`](crate::Config::max_inline_value_len),
+    /// is changed through a copy that is written back only when `f` returns).
     ///
     /// ```
     /// let tree = contree::Tree::new();
@@ -201,7 +294,16 @@ impl Tree {
                 return Ok(None);
             }
             let _mark = InClosure::enter(core.id(), "update_with");
-            let out = f.take().map(|f| f(node.value_mut(pos)));
+            let out = match node.stub(pos)? {
+                None => f.take().map(|f| f(node.value_mut(pos))),
+                Some(stub) => {
+                    // Out of line: the closure changes a copy, written back in place.
+                    let mut value = core.blob_value(stub);
+                    let out = f.take().map(|f| f(&mut value));
+                    core.overwrite_blob(stub, &value);
+                    out
+                }
+            };
             split_at = core.policy.after_change(&mut node, pos, slow_path);
             Ok(out)
         });

@@ -269,10 +269,15 @@ impl PagePool {
     /// and releases it after this call, which bumps the version past every reader's
     /// snapshot.
     pub(crate) fn free(&self, pid: PageId) {
+        self.free_many(&[pid]);
+    }
+
+    /// Returns pages for reuse at once (one lock), as [`free`](Self::free) does.
+    pub(crate) fn free_many(&self, ids: &[PageId]) {
         let mut st = self.lock();
-        st.free.push(pid);
+        st.free.extend_from_slice(ids);
         self.free_pages.store(st.free.len(), Ordering::Relaxed);
-        self.in_use.fetch_sub(1, Ordering::Relaxed);
+        self.in_use.fetch_sub(ids.len(), Ordering::Relaxed);
     }
 }
 

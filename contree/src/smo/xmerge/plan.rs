@@ -3,7 +3,9 @@
 //! Computed from optimistic reads; `build` runs under the exclusive latches.
 
 use super::Member;
-use crate::node::{common_prefix, entry_space, node_prefix, node_size, Node, Scratch};
+use crate::node::{
+    common_prefix, entry_space, node_prefix, node_size, stored_entry_space, Node, Scratch,
+};
 use crate::page::PageId;
 use crate::sync::Restart;
 
@@ -16,6 +18,8 @@ pub(super) struct Item {
     sep: bool,
     key_len: usize,
     value_len: usize,
+    /// Whether the value is the stub of an out-of-line value.
+    stub: bool,
 }
 
 /// The group's entries as one sorted run.
@@ -46,6 +50,7 @@ impl<'a> Run<'a> {
                     sep: true,
                     key_len: parent.prefix_len() + e.suffix_len,
                     value_len: 4,
+                    stub: false,
                 });
             }
             let plen = n.prefix_len();
@@ -57,6 +62,7 @@ impl<'a> Run<'a> {
                     sep: false,
                     key_len: plen + e.suffix_len,
                     value_len: e.value_len,
+                    stub: e.stub,
                 });
             }
         }
@@ -113,7 +119,7 @@ impl<'a> Run<'a> {
         let space = |range: &[Item], plen: usize| -> usize {
             range
                 .iter()
-                .map(|x| entry_space(x.key_len.saturating_sub(plen), x.value_len))
+                .map(|x| stored_entry_space(x.key_len.saturating_sub(plen), x.value_len, x.stub))
                 .sum()
         };
         let mut chunks = Vec::new();
@@ -138,7 +144,10 @@ impl<'a> Run<'a> {
                 let s = if start == end || p != plen {
                     space(&items[c..end], p)
                 } else {
-                    sum + entry_space(items[c].key_len.saturating_sub(p), items[c].value_len)
+                    sum + {
+                        let x = &items[c];
+                        stored_entry_space(x.key_len.saturating_sub(p), x.value_len, x.stub)
+                    }
                 };
                 let lower_len = match c {
                     0 => lower.map_or(0, <[u8]>::len),
