@@ -42,10 +42,14 @@ fn value(seed: u32, len: usize) -> Vec<u8> {
     v
 }
 
-/// Checks that `v` is `value(seed, v.len())` for the seed in its first four bytes.
+/// The value lengths the racing writers write.
+const RACE_LENGTHS: [usize; 6] = [10, 1000, 1025, 5000, 9000, 20_000];
+
+/// Checks that `v` has a length the racing writers write and is `value(seed, v.len())` for
+/// the seed in its first four bytes.
 fn self_consistent(v: &[u8]) -> bool {
-    if v.len() < 4 {
-        return true;
+    if !RACE_LENGTHS.contains(&v.len()) {
+        return false;
     }
     let seed = u32::from_le_bytes(v[..4].try_into().unwrap());
     v == value(seed, v.len())
@@ -344,7 +348,7 @@ fn readers_never_see_torn_or_freed_values() {
                     let seed = (w + 1) << 24 | i;
                     match rng.gen_range(0..10) {
                         0..=6 => {
-                            let len = [10, 1000, 1025, 5000, 9000, 20_000][rng.gen_range(0..6)];
+                            let len = RACE_LENGTHS[rng.gen_range(0..RACE_LENGTHS.len())];
                             tree.insert(&k, &value(seed, len)).unwrap();
                         }
                         7 => {
