@@ -116,7 +116,7 @@ impl NodeMut<'_> {
     /// adopts the key as its prefix (later keys shorten it), so that the root and the edge
     /// nodes get a prefix too.
     pub(crate) fn insert_entry(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
-        self.insert_stored(pos, key, value, false)
+        self.insert_stored_as::<false>(pos, key, value)
     }
 
     /// [`insert_entry`](NodeMut::insert_entry) of a stored value: the stub of an
@@ -128,6 +128,16 @@ impl NodeMut<'_> {
         value: &[u8],
         stub: bool,
     ) -> bool {
+        if stub {
+            self.insert_stored_as::<true>(pos, key, value)
+        } else {
+            self.insert_stored_as::<false>(pos, key, value)
+        }
+    }
+
+    /// [`insert_stored`](NodeMut::insert_stored) with the form known at compile time, so
+    /// that the inline inserts pay nothing for stubs.
+    fn insert_stored_as<const STUB: bool>(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
         if self.count() == 0 && self.prefix().expect("writable") != key {
             let lower = self.lower_fence().expect("writable");
             let upper = self.upper_fence().expect("writable");
@@ -137,7 +147,7 @@ impl NodeMut<'_> {
             self.set_upper_child(upper_child);
             self.set_policy_area(policy);
         }
-        self.insert_at_stored(pos, key, value, stub)
+        self.insert_at_stored::<STUB>(pos, key, value)
     }
 
     /// Inserts `key`/`value` at `pos` (which must keep the order). Returns false, changing
@@ -146,17 +156,18 @@ impl NodeMut<'_> {
     /// old prefix and the key.
     #[cfg(test)]
     pub(crate) fn insert_at(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
-        self.insert_at_stored(pos, key, value, false)
+        self.insert_at_stored::<false>(pos, key, value)
     }
 
-    fn insert_at_stored(&mut self, pos: usize, key: &[u8], value: &[u8], stub: bool) -> bool {
+    #[inline(always)]
+    fn insert_at_stored<const STUB: bool>(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
         let plen = self.prefix_len();
         if plen > 0 && self.key_vs_prefix(key) != Ok(std::cmp::Ordering::Equal) {
             assert!(
                 !self.prefix_is_guaranteed(),
                 "key outside the node's fences"
             );
-            if !self.fits_stored(key, value.len(), stub).expect("writable") {
+            if !self.fits_stored(key, value.len(), STUB).expect("writable") {
                 return false;
             }
             let new_len = common_prefix(&self.prefix().expect("writable"), key);
@@ -164,18 +175,19 @@ impl NodeMut<'_> {
         }
         let plen = self.prefix_len();
         let suffix = &key[plen..];
-        let need = stored_entry_space(suffix.len(), value.len(), stub);
+        let need = stored_entry_space(suffix.len(), value.len(), STUB);
         if need > self.free_space() {
             return false;
         }
         if need > self.contiguous_space() {
             self.compact();
         }
-        self.insert_suffix_at(pos, suffix, value, stub);
+        self.insert_suffix_at(pos, suffix, value, STUB);
         true
     }
 
     /// Writes one entry; there must be contiguous room for it.
+    #[inline]
     fn insert_suffix_at(&mut self, pos: usize, suffix: &[u8], value: &[u8], stub: bool) {
         let count = self.count();
         let heap_len = stored_entry_space(suffix.len(), value.len(), stub) - SLOT;

@@ -25,7 +25,9 @@
 //! that, and inserting such a key rebuilds the node with a shorter prefix. A slot's `head` is
 //! the first four bytes of the key's suffix, big-endian and zero-padded, so most comparisons
 //! of a binary search never leave the slot array. A heap entry is `lengths suffix[4..] value`,
-//! where `lengths` takes one byte for short suffixes and values (see [`entry_space`]).
+//! where `lengths` takes one byte for short suffixes and values (see [`entry_space`]). A
+//! value over the inline limit is stored out of line (`crate::blob`): the entry holds an
+//! 8-byte stub in its place, flagged in the long `lengths` header (see [`lens_len`]).
 //!
 //! Inner nodes store child page ids as 4-byte values: the child at slot `i` holds the keys
 //! in `(key[i-1], key[i]]` and `upper_child` holds the keys above the last key.
@@ -145,6 +147,13 @@ fn lens_len(suffix_len: usize, value_len: usize, stub: bool) -> usize {
 
 /// The marker bit of the long length header that flags an out-of-line value's stub.
 const STUB_MARK: u8 = 0x20;
+
+/// `blob::read`, out of the point reads' inlined code: their values are mostly inline.
+#[cold]
+#[inline(never)]
+fn read_blob(dir: &Directory, size: usize, stub: Stub, out: &mut Vec<u8>) -> Result<(), Restart> {
+    blob::read(dir, size, stub, out)
+}
 
 /// The size rule, part one: bytes one entry takes in a node (slot, length header, suffix
 /// beyond the head, value as stored: inline bytes, or the stub of an out-of-line value).
@@ -498,6 +507,20 @@ impl Node {
         })
     }
 
+    /// Whether the length header of entry `i` flags an out-of-line value: one byte read, for
+    /// the paths that must not pay a whole [`entry`](Self::entry) per entry to learn that
+    /// (cursor steps). Garbage but memory-safe optimistically, like every read here.
+    #[inline(always)]
+    pub(crate) fn is_stub(&self, i: usize) -> bool {
+        if i > u16::MAX as usize || HEADER + (i + 1) * SLOT > self.page.size() {
+            return false;
+        }
+        // SAFETY: `i < max_slots()`, checked above.
+        let off = unsafe { self.slot_offset(i) };
+        const STUB_HEADER: u8 = 0xC0 | STUB_MARK;
+        matches!(self.page.u8_at(off), Ok(b) if b & STUB_HEADER == STUB_HEADER)
+    }
+
     /// The stub of entry `i` if its value is out of line (see `crate::blob`).
     #[inline]
     pub(crate) fn stub(&self, i: usize) -> Result<Option<Stub>, Restart> {
@@ -523,8 +546,15 @@ impl Node {
     /// is, like everything an optimistic reader copies, garbage until the leaf validates).
     #[inline]
     pub(crate) fn value(&self, i: usize, dir: &Directory) -> Result<Vec<u8>, Restart> {
-        let mut out = Vec::new();
-        self.append_value(i, &mut out, dir)?;
+        let e = self.entry(i)?;
+        if e.stub {
+            let mut out = Vec::new();
+            let stub = self.stub_at(&e)?.ok_or(Restart)?;
+            read_blob(dir, self.page.size(), stub, &mut out)?;
+            return Ok(out);
+        }
+        let mut out = Vec::with_capacity(e.value_len);
+        self.page.append_to(e.value_off, e.value_len, &mut out)?;
         Ok(out)
     }
 
@@ -537,10 +567,11 @@ impl Node {
         dir: &Directory,
     ) -> Result<(), Restart> {
         let e = self.entry(i)?;
-        match self.stub_at(&e)? {
-            None => self.page.append_to(e.value_off, e.value_len, out),
-            Some(stub) => blob::read(dir, self.page.size(), stub, out),
+        if e.stub {
+            let stub = self.stub_at(&e)?.ok_or(Restart)?;
+            return read_blob(dir, self.page.size(), stub, out);
         }
+        self.page.append_to(e.value_off, e.value_len, out)
     }
 
     /// Copies the value of entry `i` into the front of `buf` and returns its length, or

@@ -55,8 +55,9 @@ impl Node {
     }
 
     /// The split position nearest to `preferred` at which both halves fit in a page.
-    /// Such a position always exists because entries and keys are at most a quarter and a
-    /// sixteenth of a page (see `Config::max_value_len`).
+    /// Such a position always exists because stored values and keys are at most a quarter
+    /// and a sixteenth of a page (longer values are stored out of line behind an 8-byte
+    /// stub; see `Config::max_inline_value_len` and `Config::max_key_len`).
     pub(crate) fn choose_split(&self, preferred: usize) -> Result<usize, Restart> {
         let count = self.count();
         let size = self.page_size();

@@ -12,6 +12,11 @@
 //! concurrent split or merge can neither make it skip an entry nor return one twice. A seek
 //! costs a point lookup and the copy of one leaf.
 //!
+//! A value stored out of line (`crate::blob`) is not in the copy: the cursor copies its
+//! blob pages into a spare buffer when it moves onto the entry, *then* validates the leaf's
+//! version (a chain freed and reused under it fails that validation), and only then adopts
+//! the spare buffer as the value it hands out.
+//!
 //! Keys and values are borrowed from the cursor: no allocation per entry, and no latch is
 //! held while the caller looks at them, so the caller may call into the tree (even write
 //! to it) between moves.

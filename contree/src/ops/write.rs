@@ -48,22 +48,71 @@ enum Value<V> {
     Stub(Stub),
 }
 
-/// Stores `value` for `key` at `pos` of the latched leaf `node`, in place of the entry there
-/// if `found` (whose out-of-line value the caller frees once this succeeds).
-/// Bytes too long to stay inline are written to blob pages first, and freed again if the
-/// entry does not fit. The leaf is unchanged on failure.
-fn put<V: AsRef<[u8]>>(
+/// How a `Put` was applied: over the old value in place (same length, same form), or as
+/// a new entry (inserted, or in place of the old one, whose out-of-line value the caller
+/// then frees once the leaf's latch is released).
+enum Placed {
+    InPlace,
+    Entry,
+}
+
+/// Stores the inline `value` for `key` at `pos` of the latched leaf `node`, over the entry
+/// there if `found` (which has an inline value too). The leaf is unchanged on failure.
+/// The common path of inserts, kept apart from out-of-line values so that it stays lean.
+#[inline(always)]
+fn put_inline(
+    node: &mut NodeMut<'_>,
+    pos: usize,
+    key: &[u8],
+    found: bool,
+    value: &[u8],
+) -> Result<Result<Placed, Stop>, Restart> {
+    if !found {
+        return Ok(if node.insert_entry(pos, key, value) {
+            Ok(Placed::Entry)
+        } else {
+            Err(Stop::NeedSplit)
+        });
+    }
+    let e = node.entry(pos)?;
+    if e.value_len == value.len() {
+        node.overwrite_value(pos, value);
+        return Ok(Ok(Placed::InPlace));
+    }
+    if node.space_needed(key.len(), value.len(), false) > node.free_space() + e.heap_len + SLOT {
+        return Ok(Err(Stop::NeedSplit));
+    }
+    node.remove_at(pos);
+    let ok = node.insert_entry(pos, key, value);
+    debug_assert!(ok, "a replacement that fits is written");
+    Ok(Ok(Placed::Entry))
+}
+
+/// Stores `value` for `key` at `pos` of the latched leaf `node` (over the entry there if
+/// `found`) when the old value (`old_stub`) or the new one is out of line. Bytes too long to stay inline are written to
+/// blob pages first, and freed again if the entry does not fit; a blob of the old value's
+/// length is overwritten in place. The leaf is unchanged on failure.
+#[cold]
+#[inline(never)]
+fn put_out_of_line<V: AsRef<[u8]>>(
     core: &TreeCore,
     node: &mut NodeMut<'_>,
     pos: usize,
     key: &[u8],
     found: bool,
+    old_stub: Option<Stub>,
     value: &Value<V>,
-) -> Result<(), Stop> {
-    let (stored, written) = match value {
-        Value::Bytes(v) if v.as_ref().len() <= core.config().max_inline_value_len() => {
-            (Stored::Inline(v.as_ref()), None)
+) -> Result<Placed, Stop> {
+    let inline_max = core.config().max_inline_value_len();
+    if let (Some(old), Value::Bytes(v)) = (old_stub, value) {
+        let bytes = v.as_ref();
+        if bytes.len() > inline_max && bytes.len() == old.len {
+            core.overwrite_blob(old, bytes);
+            return Ok(Placed::InPlace);
         }
+    }
+    let (stored, written) = match value {
+        Value::Bytes(v) if v.as_ref().len() <= inline_max => (Stored::Inline(v.as_ref()), None),
         Value::Bytes(v) => {
             let stub = core.write_blob(v.as_ref()).map_err(Stop::Refused)?;
             (Stored::Stub(stub.encode()), Some(stub))
@@ -94,7 +143,7 @@ fn put<V: AsRef<[u8]>>(
         }
         return Err(Stop::NeedSplit);
     }
-    Ok(())
+    Ok(Placed::Entry)
 }
 
 impl Tree {
@@ -127,7 +176,11 @@ impl Tree {
                 let slow_path = x.slow_path();
                 let mut node = NodeMut::new(node, &mut x);
                 let (pos, found) = node.lower_bound(key)?;
-                let old_stub = if found { node.stub(pos)? } else { None };
+                let old_stub = if found && node.is_stub(pos) {
+                    node.stub(pos)?
+                } else {
+                    None
+                };
                 let (edit, out) = {
                     let _mark = closure.map(|op| InClosure::enter(core.id(), op));
                     match (found, old_stub) {
@@ -155,35 +208,30 @@ impl Tree {
                     Edit::Put(value) => Value::Bytes(value),
                     Edit::PutStub(stub) => Value::Stub(stub),
                 };
-                let bytes = match &value {
-                    Value::Bytes(v) => v.as_ref(),
-                    Value::Stub(_) => &[][..],
-                };
-                if let Err(e) = core.check_value(bytes) {
-                    return Ok(Err(Stop::Refused(e)));
-                }
-                let inline = bytes.len() <= core.config().max_inline_value_len();
-                // A value of the old one's length and form is written over it in place.
-                let in_place = found
-                    && match (old_stub, &value) {
-                        (None, Value::Bytes(_)) if inline => {
-                            node.entry(pos)?.value_len == bytes.len() && {
-                                node.overwrite_value(pos, bytes);
-                                true
-                            }
+                let done = match &value {
+                    Value::Bytes(v) => {
+                        let bytes = v.as_ref();
+                        if let Err(e) = core.check_value(bytes) {
+                            return Ok(Err(Stop::Refused(e)));
                         }
-                        (Some(old), Value::Bytes(_)) if !inline && old.len == bytes.len() => {
-                            core.overwrite_blob(old, bytes);
-                            true
+                        if old_stub.is_none() && bytes.len() <= core.config().max_inline_value_len()
+                        {
+                            put_inline(&mut node, pos, key, found, bytes)?
+                        } else {
+                            put_out_of_line(core, &mut node, pos, key, found, old_stub, &value)
                         }
-                        _ => false,
-                    };
-                if !in_place {
-                    if let Err(stop) = put(core, &mut node, pos, key, found, &value) {
-                        return Ok(Err(stop));
                     }
-                    applied.freed = old_stub;
-                    applied.delta = i8::from(!found);
+                    Value::Stub(_) => {
+                        put_out_of_line(core, &mut node, pos, key, found, old_stub, &value)
+                    }
+                };
+                match done {
+                    Ok(Placed::InPlace) => {}
+                    Ok(Placed::Entry) => {
+                        applied.freed = old_stub;
+                        applied.delta = i8::from(!found);
+                    }
+                    Err(stop) => return Ok(Err(stop)),
                 }
                 split_at = core.policy.after_change(&mut node, pos, slow_path);
                 Ok(Ok((out, applied)))
@@ -245,7 +293,15 @@ impl Tree {
         if value.len() <= core.config().max_inline_value_len() {
             return self.modify(key, None, |old| (Edit::Put(value), old.map(<[u8]>::to_vec)));
         }
-        // A long value is written out of line before the leaf is latched.
+        self.insert_out_of_line(key, value)
+    }
+
+    /// [`insert`](Self::insert) of a value too long to stay inline: it is written out of
+    /// line before the leaf is latched, and freed again if the insert fails.
+    #[cold]
+    #[inline(never)]
+    fn insert_out_of_line(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let core = &*self.core;
         core.check_key(key)?;
         let stub = core.write_blob(value)?;
         let out = self.modify(key, None, |old| {
@@ -294,7 +350,12 @@ impl Tree {
                 return Ok(None);
             }
             let _mark = InClosure::enter(core.id(), "update_with");
-            let out = match node.stub(pos)? {
+            let stub = if node.is_stub(pos) {
+                node.stub(pos)?
+            } else {
+                None
+            };
+            let out = match stub {
                 None => f.take().map(|f| f(node.value_mut(pos))),
                 Some(stub) => {
                     // Out of line: the closure changes a copy, written back in place.
