@@ -59,20 +59,30 @@ fn check(k: u64, v: &[u8], size: usize) {
     assert_eq!(v[..8], k.to_le_bytes());
 }
 
-fn contree(size: usize, n: usize) -> Run {
+/// Times `n` inserts of `size`-byte values into the map `make` returns, then one get of
+/// every key; `memory` says how many bytes the filled map uses, given the live heap bytes
+/// before it was made.
+fn measure<M>(
+    size: usize,
+    n: usize,
+    make: impl FnOnce() -> M,
+    insert: impl Fn(&mut M, u64, &Vec<u8>),
+    get: impl Fn(&M, u64) -> Vec<u8>,
+    memory: impl Fn(&M, isize) -> f64,
+) -> Run {
     let (ins, gets) = (order(n, 1), order(n, 2));
     let vals: Vec<Vec<u8>> = ins.iter().map(|&k| value(k, size)).collect();
-    let tree = Tree::new();
+    let before = counting_alloc::live();
+    let mut map = make();
     let t = Instant::now();
-    for (k, v) in ins.iter().zip(&vals) {
-        tree.insert(&k.to_be_bytes(), v).unwrap();
+    for (&k, v) in ins.iter().zip(&vals) {
+        insert(&mut map, k, v);
     }
     let insert = t.elapsed().as_secs_f64();
-    let s = tree.stats();
-    let memory = ((s.leaf_pages + s.inner_pages + s.blob_pages) * tree.config().page_size) as f64;
+    let memory = memory(&map, before);
     let t = Instant::now();
     for &k in &gets {
-        let v = tree.get(&k.to_be_bytes()).unwrap();
+        let v = get(&map, k);
         check(k, black_box(&v), size);
     }
     let get = t.elapsed().as_secs_f64();
@@ -83,54 +93,49 @@ fn contree(size: usize, n: usize) -> Run {
     }
 }
 
+fn contree(size: usize, n: usize) -> Run {
+    measure(
+        size,
+        n,
+        Tree::new,
+        |t, k, v| {
+            t.insert(&k.to_be_bytes(), v).unwrap();
+        },
+        |t, k| t.get(&k.to_be_bytes()).unwrap(),
+        // Pages come from the tree's own mapping, not the heap: count them.
+        |t, _| {
+            let s = t.stats();
+            ((s.leaf_pages + s.inner_pages + s.blob_pages) * t.config().page_size) as f64
+        },
+    )
+}
+
+// The peers own their values: each insert copies the value into a `Vec` of its own, as
+// contree copies it into its pages.
 fn bbtree(size: usize, n: usize) -> Run {
-    let (ins, gets) = (order(n, 1), order(n, 2));
-    let vals: Vec<Vec<u8>> = ins.iter().map(|&k| value(k, size)).collect();
-    let before = counting_alloc::live();
-    let map = bbtree::BBTreeMap::<u64, Vec<u8>>::new();
-    let t = Instant::now();
-    // The peer owns its values: each insert copies the value into a `Vec` of its own, as
-    // contree copies it into its pages.
-    for (k, v) in ins.iter().zip(&vals) {
-        map.insert(*k, v.clone()).ok().unwrap();
-    }
-    let insert = t.elapsed().as_secs_f64();
-    let memory = (counting_alloc::live() - before) as f64;
-    let t = Instant::now();
-    for &k in &gets {
-        let v = map.get_cloned(&k).unwrap();
-        check(k, black_box(&v), size);
-    }
-    let get = t.elapsed().as_secs_f64();
-    Run {
-        insert,
-        get,
-        memory,
-    }
+    measure(
+        size,
+        n,
+        bbtree::BBTreeMap::<u64, Vec<u8>>::new,
+        |m, k, v| {
+            m.insert(k, v.clone()).ok().unwrap();
+        },
+        |m, k| m.get_cloned(&k).unwrap(),
+        |_, before| (counting_alloc::live() - before) as f64,
+    )
 }
 
 fn std_btree(size: usize, n: usize) -> Run {
-    let (ins, gets) = (order(n, 1), order(n, 2));
-    let vals: Vec<Vec<u8>> = ins.iter().map(|&k| value(k, size)).collect();
-    let before = counting_alloc::live();
-    let mut map = BTreeMap::<u64, Vec<u8>>::new();
-    let t = Instant::now();
-    for (k, v) in ins.iter().zip(&vals) {
-        map.insert(*k, v.clone());
-    }
-    let insert = t.elapsed().as_secs_f64();
-    let memory = (counting_alloc::live() - before) as f64;
-    let t = Instant::now();
-    for &k in &gets {
-        let v = map.get(&k).cloned().unwrap();
-        check(k, black_box(&v), size);
-    }
-    let get = t.elapsed().as_secs_f64();
-    Run {
-        insert,
-        get,
-        memory,
-    }
+    measure(
+        size,
+        n,
+        BTreeMap::<u64, Vec<u8>>::new,
+        |m, k, v| {
+            m.insert(k, v.clone());
+        },
+        |m, k| m.get(&k).cloned().unwrap(),
+        |_, before| (counting_alloc::live() - before) as f64,
+    )
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
