@@ -338,10 +338,11 @@ impl Drop for TreeCore {
             if let Ok((node, _)) = self.page(pid) {
                 if !node.is_leaf() {
                     stack.extend((0..=node.count()).filter_map(|i| node.child(i).ok()));
-                }
-                for i in 0..node.count() {
-                    if let Ok(Some(stub)) = node.stub(i) {
-                        self.free_blob(stub);
+                } else {
+                    for i in 0..node.count() {
+                        if let Ok(Some(stub)) = node.stub(i) {
+                            self.free_blob(stub);
+                        }
                     }
                 }
             }

@@ -121,6 +121,7 @@ impl NodeMut<'_> {
 
     /// [`insert_entry`](NodeMut::insert_entry) of a stored value: the stub of an
     /// out-of-line value if `stub`.
+    #[inline]
     pub(crate) fn insert_stored(
         &mut self,
         pos: usize,

@@ -117,30 +117,11 @@ impl LeafCopy {
     /// was not validated holds; an `i` not below the count reads garbage, memory-safely.
     #[inline(always)]
     pub(crate) fn read(&self, i: usize, prefix_kept: bool, key: &mut Vec<u8>) -> Option<Place> {
-        let e = self.locate(i)?;
-        self.read_at(i, &e, prefix_kept, key)
-    }
-
-    /// Where entry `i` lies in the copy (`None` for an empty copy or an entry that leaves
-    /// the page, which only a copy that was not validated holds).
-    #[inline(always)]
-    pub(crate) fn locate(&self, i: usize) -> Option<EntryLoc> {
         if self.size == 0 {
             return None;
         }
-        self.node().entry(i).ok()
-    }
-
-    /// [`read`](Self::read) of entry `i`, which [`locate`](Self::locate) found at `e`.
-    #[inline(always)]
-    pub(crate) fn read_at(
-        &self,
-        i: usize,
-        e: &EntryLoc,
-        prefix_kept: bool,
-        key: &mut Vec<u8>,
-    ) -> Option<Place> {
         let node = self.node();
+        let e = node.entry(i).ok()?;
         let plen = node.prefix_len();
         let bytes = self.bytes();
         let prefix = if prefix_kept && key.len() >= plen {
@@ -153,7 +134,7 @@ impl LeafCopy {
             key.clear();
             key.extend_from_slice(p);
         }
-        self.put_suffix(&node, i, e, plen, key)
+        self.put_suffix(&node, i, &e, plen, key)
     }
 
     /// Writes the suffix of entry `i` (located at `e`) after the first `plen` bytes of
@@ -215,29 +196,17 @@ impl LeafCopy {
         if self.size == 0 || !self.node().is_stub(i) {
             return Ok(false);
         }
-        self.fetch_stub(i, dir)
+        let e = self.node().entry(i)?;
+        self.fetch_at(&e, dir).map(|()| true)
     }
 
-    /// [`fetch`](Self::fetch) of the entry [`locate`](Self::locate) found at `e`, which
-    /// flags a stub.
+    /// [`fetch`](Self::fetch) of the entry at `e`, which flags a stub.
     #[cold]
     #[inline(never)]
-    pub(crate) fn fetch_at(&mut self, e: &EntryLoc, dir: &Directory) -> Result<(), Restart> {
+    fn fetch_at(&mut self, e: &EntryLoc, dir: &Directory) -> Result<(), Restart> {
         let stub = self.node().stub_at(e)?.ok_or(Restart)?;
         self.spare.clear();
         blob::read(dir, self.size, stub, &mut self.spare)
-    }
-
-    /// [`fetch`](Self::fetch) of an entry whose header flags a stub.
-    #[cold]
-    #[inline(never)]
-    fn fetch_stub(&mut self, i: usize, dir: &Directory) -> Result<bool, Restart> {
-        let Some(stub) = self.node().stub(i)? else {
-            return Ok(false);
-        };
-        self.spare.clear();
-        blob::read(dir, self.size, stub, &mut self.spare)?;
-        Ok(true)
     }
 
     /// The place of a value read by [`read`](Self::read) or [`walk`](Self::walk) once it

@@ -524,6 +524,9 @@ impl Node {
     /// The stub of entry `i` if its value is out of line (see `crate::blob`).
     #[inline]
     pub(crate) fn stub(&self, i: usize) -> Result<Option<Stub>, Restart> {
+        if !self.is_stub(i) {
+            return Ok(None);
+        }
         let e = self.entry(i)?;
         self.stub_at(&e)
     }

@@ -79,13 +79,28 @@ fn put_inline(
         node.overwrite_value(pos, value);
         return Ok(Ok(Placed::InPlace));
     }
-    if node.space_needed(key.len(), value.len(), false) > node.free_space() + e.heap_len + SLOT {
-        return Ok(Err(Stop::NeedSplit));
+    Ok(replace_entry(node, pos, key, e.heap_len, value, false))
+}
+
+/// Replaces the entry at `pos` of the latched leaf `node`, which takes `old_heap_len` heap
+/// bytes, with `key` and the stored `value` (a stub if `stub`); `NeedSplit`, with the leaf
+/// unchanged, if the new entry would not fit even with the old one gone.
+#[inline(always)]
+fn replace_entry(
+    node: &mut NodeMut<'_>,
+    pos: usize,
+    key: &[u8],
+    old_heap_len: usize,
+    value: &[u8],
+    stub: bool,
+) -> Result<Placed, Stop> {
+    if node.space_needed(key.len(), value.len(), stub) > node.free_space() + old_heap_len + SLOT {
+        return Err(Stop::NeedSplit);
     }
     node.remove_at(pos);
-    let ok = node.insert_entry(pos, key, value);
+    let ok = node.insert_stored(pos, key, value, stub);
     debug_assert!(ok, "a replacement that fits is written");
-    Ok(Ok(Placed::Entry))
+    Ok(Placed::Entry)
 }
 
 /// Stores `value` for `key` at `pos` of the latched leaf `node` (over the entry there if
@@ -120,30 +135,20 @@ fn put_out_of_line<V: AsRef<[u8]>>(
         Value::Stub(stub) => (Stored::Stub(stub.encode()), None),
     };
     let (bytes, is_stub) = stored.parts();
-    let fits = if found {
+    let placed = if found {
         let e = node.entry(pos).expect("entry of a latched leaf");
-        let need = node.space_needed(key.len(), bytes.len(), is_stub);
-        need <= node.free_space() + e.heap_len + SLOT
+        replace_entry(node, pos, key, e.heap_len, bytes, is_stub)
+    } else if node.insert_stored(pos, key, bytes, is_stub) {
+        Ok(Placed::Entry)
     } else {
-        true
+        Err(Stop::NeedSplit)
     };
-    let inserted = fits && {
-        if found {
-            node.remove_at(pos);
-        }
-        node.insert_stored(pos, key, bytes, is_stub)
-    };
-    debug_assert!(
-        inserted || !found || !fits,
-        "a replacement that fits is written"
-    );
-    if !inserted {
+    if placed.is_err() {
         if let Some(stub) = written {
             core.free_blob(stub);
         }
-        return Err(Stop::NeedSplit);
     }
-    Ok(Placed::Entry)
+    placed
 }
 
 impl Tree {
@@ -176,11 +181,7 @@ impl Tree {
                 let slow_path = x.slow_path();
                 let mut node = NodeMut::new(node, &mut x);
                 let (pos, found) = node.lower_bound(key)?;
-                let old_stub = if found && node.is_stub(pos) {
-                    node.stub(pos)?
-                } else {
-                    None
-                };
+                let old_stub = if found { node.stub(pos)? } else { None };
                 let (edit, out) = {
                     let _mark = closure.map(|op| InClosure::enter(core.id(), op));
                     match (found, old_stub) {
@@ -350,12 +351,7 @@ impl Tree {
                 return Ok(None);
             }
             let _mark = InClosure::enter(core.id(), "update_with");
-            let stub = if node.is_stub(pos) {
-                node.stub(pos)?
-            } else {
-                None
-            };
-            let out = match stub {
+            let out = match node.stub(pos)? {
                 None => f.take().map(|f| f(node.value_mut(pos))),
                 Some(stub) => {
                     // Out of line: the closure changes a copy, written back in place.
