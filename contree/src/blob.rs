@@ -216,6 +216,29 @@ impl TreeCore {
         out
     }
 
+    /// The raw view of blob page `pid`, which this tree holds.
+    pub(crate) fn blob_page(&self, pid: PageId) -> RawPage {
+        raw_page(self.directory(), self.config().page_size, pid).expect("a page of this tree")
+    }
+
+    /// The pages of the chain that starts at `first`, followed to its end marker (at most
+    /// the pages of a [`MAX_KEY_LEN`](crate::long_key::MAX_KEY_LEN) key: a key blob's length
+    /// is in its stored forms, not in the chain). The caller owns the chain.
+    pub(crate) fn chain_of(&self, first: PageId, page_size: usize) -> Vec<PageId> {
+        let max = pages_for(crate::long_key::MAX_KEY_LEN, page_size);
+        let mut ids = vec![first];
+        let mut page = self.blob_page(first);
+        while ids.len() < max {
+            let next = next_of(&page).expect("a page of this tree");
+            if next == END {
+                break;
+            }
+            ids.push(next);
+            page = self.blob_page(next);
+        }
+        ids
+    }
+
     /// Frees the pages of the blob `stub` names. The stub is in no leaf any more (the
     /// caller removed it under the leaf's latch, or owns the tree).
     pub(crate) fn free_blob(&self, stub: Stub) {

@@ -9,10 +9,11 @@
 
 use crate::blob;
 use crate::engine::TreeCore;
-use crate::node::{common_prefix, Layout, Node};
+use crate::long_key;
+use crate::node::{common_prefix, inline_key_max, prefix_cap, Layout, Node};
 use crate::page::PageId;
 use crate::Tree;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 struct Walk<'t> {
     tree: &'t TreeCore,
@@ -20,9 +21,54 @@ struct Walk<'t> {
     pages: usize,
     entries: usize,
     blob_pages: HashSet<PageId>,
+    /// Stored forms of long keys found, by the first page of their blob.
+    key_blobs: HashMap<PageId, u32>,
 }
 
 impl Walk<'_> {
+    /// The whole key of `stored` (a key as a node stores it), checking a long key's stored
+    /// form against its blob and counting it.
+    fn whole(&mut self, here: &str, stored: &[u8]) -> Result<Vec<u8>, String> {
+        let size = self.tree.config().page_size;
+        let Some(stub) = long_key::stub_of(stored, size) else {
+            return Ok(stored.to_vec());
+        };
+        let mut key = stored.to_vec();
+        long_key::expand(&mut key, self.tree.directory())
+            .map_err(|_| format!("{here}: long key {stub:?} unreadable"))?;
+        if key.len() <= inline_key_max(size) || key.len() > long_key::MAX_KEY_LEN {
+            return Err(format!("{here}: long key of {} bytes", key.len()));
+        }
+        let head = crate::node::long_head(size);
+        if key[..head] != stored[..head] {
+            return Err(format!("{here}: long key {stub:?} differs from its blob"));
+        }
+        *self.key_blobs.entry(stub.first).or_default() += 1;
+        Ok(key)
+    }
+
+    /// Checks that every key blob's reference count is the number of stored forms that
+    /// name it, and counts its pages as reachable.
+    fn key_blobs(&mut self) -> Result<(), String> {
+        let size = self.tree.config().page_size;
+        let blobs: Vec<(PageId, u32)> = self.key_blobs.iter().map(|(&p, &n)| (p, n)).collect();
+        for (pid, named) in blobs {
+            let refs = self.tree.key_refs_of(pid);
+            if refs != named {
+                return Err(format!(
+                    "key blob {pid}: count {refs}, named by {named} stored forms"
+                ));
+            }
+            for p in self.tree.chain_of(pid, size) {
+                if !self.blob_pages.insert(p) {
+                    return Err(format!("key blob {pid}: page {p} named twice"));
+                }
+                self.pages += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the out-of-line values of `leaf`: each stub names a chain of exactly the
     /// pages its length needs, longer than an inline value may be, and no page is named
     /// twice in the tree; the pages count as reachable.
@@ -88,12 +134,18 @@ impl Walk<'_> {
                 "{here}: fences {lf:?}..{uf:?} differ from parent's {lower:?}..{upper:?}"
             ));
         }
+        let size = node.page_size();
+        let lf_whole = lf.map(|l| self.whole(&here, l)).transpose()?;
+        let uf_whole = uf.map(|u| self.whole(&here, u)).transpose()?;
         let prefix = node.prefix().map_err(|_| format!("{here}: bad prefix"))?;
         let prefix = prefix.as_slice();
+        if prefix.len() > prefix_cap(size) {
+            return Err(format!("{here}: prefix of {} bytes", prefix.len()));
+        }
         if let (Some(l), Some(u)) = (lf, uf) {
-            let fence_prefix = &l[..common_prefix(l, u)];
+            let fence_prefix = &l[..common_prefix(l, u).min(prefix_cap(size))];
             let ok = if node.prefix_is_guaranteed() {
-                prefix == fence_prefix
+                fence_prefix.starts_with(prefix)
             } else {
                 prefix.starts_with(fence_prefix)
             };
@@ -112,30 +164,33 @@ impl Walk<'_> {
         }
         let count = node.count();
         let mut keys = Vec::with_capacity(count);
+        let mut prev: Option<Vec<u8>> = None;
         for i in 0..count {
-            let k = node
+            let stored = node
                 .key(i)
                 .map_err(|_| format!("{here}: entry {i} unreadable"))?;
-            if let Some(l) = lf {
-                if k.as_slice() <= l {
+            let k = self.whole(&here, &stored)?;
+            if let Some(l) = &lf_whole {
+                if k <= *l {
                     return Err(format!("{here}: key {k:?} not above lower fence {l:?}"));
                 }
             }
-            if let Some(u) = uf {
-                if k.as_slice() > u {
+            if let Some(u) = &uf_whole {
+                if k > *u {
                     return Err(format!("{here}: key {k:?} above upper fence {u:?}"));
                 }
             }
-            if let Some(prev) = keys.last() {
+            if let Some(prev) = &prev {
                 if *prev >= k {
                     return Err(format!("{here}: keys out of order: {prev:?} then {k:?}"));
                 }
             }
-            match node.lower_bound(&k) {
+            match node.lower_bound(&k, self.tree.directory()) {
                 Ok((pos, true)) if pos == i => {}
                 other => return Err(format!("{here}: search for key {i} gave {other:?}")),
             }
-            keys.push(k);
+            prev = Some(k);
+            keys.push(stored);
         }
         if node.is_leaf() {
             self.blobs(&here, &node)?;
@@ -177,8 +232,10 @@ impl TreeCore {
             pages: 0,
             entries: 0,
             blob_pages: HashSet::new(),
+            key_blobs: HashMap::new(),
         };
         walk.node(self.root_id(), None, None, None)?;
+        walk.key_blobs()?;
         if walk.entries != self.len() {
             return Err(format!(
                 "{} entries in leaves but len() is {}",

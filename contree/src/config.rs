@@ -17,13 +17,15 @@ pub const MAX_PAGE_SIZE: usize = 64 * 1024;
 /// let config = Config { page_size: 16 * 1024, max_memory: 64 << 20, ..Config::default() };
 /// let tree = Tree::with_config(config).unwrap();
 /// tree.insert(b"key", b"value").unwrap();
-/// assert_eq!(tree.config().max_key_len(), 1024);
+/// assert_eq!(tree.config().max_inline_key_len(), 1024);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Size of every node in bytes: a power of two from [`MIN_PAGE_SIZE`] (4 KiB) to
     /// [`MAX_PAGE_SIZE`] (64 KiB). Default 4 KiB.
-    /// Keys may be up to `page_size / 16` bytes and values up to `page_size / 4` bytes.
+    /// Keys up to `page_size / 16` bytes and values up to `page_size / 4` bytes are stored in
+    /// their nodes; longer ones (up to [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) and
+    /// [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN) whatever the page size) out of line.
     pub page_size: usize,
     /// Budget for page memory in bytes (`usize::MAX`, the default, means no limit). When
     /// it is reached, an operation that needs a new page returns [`Error::OutOfSpace`] and
@@ -99,9 +101,31 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The longest key this configuration accepts, in bytes.
+    /// The longest key this configuration accepts, in bytes: [`MAX_KEY_LEN`] (16 KiB)
+    /// whatever the page size.
+    ///
+    /// ```
+    /// assert_eq!(contree::Config::default().max_key_len(), contree::MAX_KEY_LEN);
+    /// ```
+    ///
+    /// [`MAX_KEY_LEN`]: crate::MAX_KEY_LEN
     pub fn max_key_len(&self) -> usize {
-        self.page_size / 16
+        crate::long_key::MAX_KEY_LEN
+    }
+
+    /// The longest key a node holds whole (a sixteenth of a page: 256 bytes on the default
+    /// 4 KiB page). A longer key is stored in a blob of whole pages from the tree's page pool
+    /// (counted in `max_memory`, `ceil(len / (page_size - 16))` pages), and the nodes that
+    /// name it (its leaf entry, and separators and fences made from it) hold its first
+    /// `max_inline_key_len() - 7` bytes and an 8-byte reference to the blob. Searches read
+    /// the blob only when their key shares those first bytes, and validate as for every read.
+    ///
+    /// ```
+    /// let config = contree::Config::default();
+    /// assert_eq!(config.max_inline_key_len(), config.page_size / 16);
+    /// ```
+    pub fn max_inline_key_len(&self) -> usize {
+        crate::node::inline_key_max(self.page_size)
     }
 
     /// The longest value this configuration accepts, in bytes: [`MAX_VALUE_LEN`] (16 MiB)

@@ -51,7 +51,8 @@ impl fmt::Display for Error {
             Error::KeyTooLarge { len, max } => write!(
                 f,
                 "key of {len} bytes is larger than the maximum of {max} bytes \
-                 (the maximum is page_size / 16; use a larger page size for longer keys)"
+                 (contree::MAX_KEY_LEN, 16 KiB whatever the page size; keys longer than \
+                 page_size / 16 are stored out of line)"
             ),
             Error::ValueTooLarge { len, max } => write!(
                 f,

@@ -48,7 +48,7 @@ fn assert_unchanged(tree: &Tree, before: &Entries, what: &str) {
 fn key_too_large() {
     let config = Config::default();
     let max = config.max_key_len();
-    assert_eq!(max, 4096 / 16);
+    assert_eq!(max, contree::MAX_KEY_LEN);
     let (tree, before) = small_tree(config);
 
     let long = vec![b'k'; max + 1];

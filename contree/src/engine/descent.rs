@@ -20,7 +20,7 @@
 
 use super::TreeCore;
 use crate::node::{Node, OwnerToken};
-use crate::page::PageId;
+use crate::page::{Directory, PageId};
 use crate::sync::{reentry, ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 
 /// Where a descent ends: the node at `level` whose range holds a key, or the rightmost node
@@ -36,7 +36,7 @@ pub(crate) trait Route {
     /// The level to stop at.
     fn level(&self) -> u16;
     /// The slot of inner node `node` to follow (`count` for the upper child).
-    fn pick(&mut self, node: &Node) -> Result<usize, Restart>;
+    fn pick(&mut self, node: &Node, dir: &Directory) -> Result<usize, Restart>;
 }
 
 impl Route for Target<'_> {
@@ -47,11 +47,11 @@ impl Route for Target<'_> {
         }
     }
     #[inline]
-    fn pick(&mut self, node: &Node) -> Result<usize, Restart> {
+    fn pick(&mut self, node: &Node, dir: &Directory) -> Result<usize, Restart> {
         match *self {
             // Inner nodes only: the point search (no append shortcut; appends reach the
             // rightmost leaf through the append finger, without a descent).
-            Target::Key(key, _) => Ok(node.point_search::<false>(key)?.0),
+            Target::Key(key, _) => Ok(node.point_search::<false>(key, dir)?.0),
             Target::Rightmost(_) => Ok(node.count()),
         }
     }
@@ -69,7 +69,7 @@ impl Route for RandomRoute<'_> {
     fn level(&self) -> u16 {
         self.level
     }
-    fn pick(&mut self, node: &Node) -> Result<usize, Restart> {
+    fn pick(&mut self, node: &Node, _dir: &Directory) -> Result<usize, Restart> {
         let n = node.count() + 1;
         self.weight *= n as f64;
         Ok(self.rng.below(n))
@@ -236,7 +236,7 @@ impl TreeCore {
                 here.guard.validate()?;
                 return Err(Restart);
             }
-            let pos = route.pick(&here.node)?;
+            let pos = route.pick(&here.node, self.directory())?;
             let child = here.node.child(pos)?;
             let (node, latch) = self.page(child)?;
             if l == level + 1 {
@@ -319,7 +319,7 @@ impl TreeCore {
         if level == 0 {
             return Ok((node, guard));
         }
-        let mut pos = node.point_search::<false>(key)?.0;
+        let mut pos = node.point_search::<false>(key, self.directory())?.0;
         // Inner levels above the leaves' parents: the loop's trip count is the tree's height
         // less two, the same for every read, so its branch predicts.
         while level > 1 {
@@ -333,7 +333,7 @@ impl TreeCore {
                 // The child changed since its id was read, or the read was torn.
                 return Err(Restart);
             }
-            pos = node.point_search::<false>(key)?.0;
+            pos = node.point_search::<false>(key, self.directory())?.0;
         }
         // The leaves' parent: the step to the leaf, peeled out of the loop so that the
         // leaf's prefetch is no branch of its own.
@@ -384,7 +384,7 @@ impl TreeCore {
         let Some(look) = latch.try_optimistic() else {
             return Ok(None);
         };
-        let above = node.above_lower_fence(key)?;
+        let above = node.above_lower_fence(key, self.directory())?;
         look.validate()?;
         if !above {
             return Ok(None);
@@ -402,7 +402,7 @@ impl TreeCore {
         // The lower fence may have risen (a split) since the look.
         if node.level() != 0
             || node.has_upper_fence()
-            || !(checked || node.above_lower_fence(key)?)
+            || !(checked || node.above_lower_fence(key, self.directory())?)
         {
             return Ok(None);
         }

@@ -92,6 +92,11 @@ pub(crate) struct TreeCore {
     /// Held by the space manager while it works and by `stats` and `check_invariants`
     /// while they walk the tree, so that those see no change the manager makes.
     pub(crate) space_gate: Mutex<()>,
+    /// Whether a long key was ever stored (`long_key`): structure changes count stored
+    /// forms only then.
+    pub(crate) long_keys: AtomicBool,
+    /// Held while the reference count of a key blob changes (`long_key`).
+    pub(crate) key_refs: Mutex<()>,
 }
 
 impl TreeCore {
@@ -127,6 +132,8 @@ impl TreeCore {
             sweep_resume: Mutex::new(None),
             deferred: Deferred::default(),
             space_gate: Mutex::new(()),
+            long_keys: AtomicBool::new(false),
+            key_refs: Mutex::new(()),
         };
         tree.events.pages_held.store(1, Ordering::Relaxed);
         {
@@ -334,8 +341,13 @@ impl Drop for TreeCore {
             return;
         }
         let mut stack = vec![self.root_id()];
+        // Key blobs are named by stored forms in several nodes: each is freed once.
+        let mut key_blobs = Vec::new();
         while let Some(pid) = stack.pop() {
             if let Ok((node, _)) = self.page(pid) {
+                if self.has_long_keys() {
+                    let _ = crate::long_key::refs_in(&node, &mut key_blobs);
+                }
                 if !node.is_leaf() {
                     stack.extend((0..=node.count()).filter_map(|i| node.child(i).ok()));
                 } else {
@@ -347,6 +359,13 @@ impl Drop for TreeCore {
                 }
             }
             self.pool.free(pid);
+        }
+        key_blobs.sort_unstable();
+        key_blobs.dedup();
+        let size = self.config.page_size;
+        for first in key_blobs {
+            let ids = self.chain_of(first, size);
+            self.free_pages(&ids);
         }
     }
 }
@@ -384,7 +403,7 @@ mod tests {
             let (_, latch) = t.core.page(r.pid).unwrap();
             versions_before = latch.version();
             let mut node = NodeMut::new(r.node, &mut token);
-            let (pos, found) = node.lower_bound(&key).unwrap();
+            let (pos, found) = node.lower_bound(&key, t.core.directory()).unwrap();
             assert!(found);
             node.overwrite_value(pos, &7u64.to_le_bytes());
             // No latch was taken: the version did not move.

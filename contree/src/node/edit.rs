@@ -55,6 +55,7 @@ impl NodeMut<'_> {
     /// The policy area is cleared.
     pub(crate) fn init(&mut self, level: u16, lower: Fence, upper: Fence, prefix: &[u8]) {
         let size = self.page_size();
+        let prefix = &prefix[..prefix.len().min(super::prefix_cap(size))];
         self.bytes_mut(8, HEADER - 8).fill(0);
         self.write_u16(OFF_LEVEL, level);
         self.write_u32(OFF_HEAP_TOP, size as u32);
@@ -74,7 +75,8 @@ impl NodeMut<'_> {
             flags |= HAS_UPPER;
         }
         let guaranteed = match (lower, upper) {
-            (Some(l), Some(u)) => common_prefix(l, u) == prefix.len() && l.starts_with(prefix),
+            // Every key in `(l, u]` starts with the fences' common prefix, so with any prefix of it.
+            (Some(l), Some(u)) => common_prefix(l, u) >= prefix.len() && l.starts_with(prefix),
             _ => prefix.is_empty(),
         };
         if !guaranteed {

@@ -9,8 +9,9 @@
 //! followed by its suffix. The buffer comes from the thread's spare page buffers
 //! (`pagebuf`), so a scan allocates nothing once its thread has scanned before.
 
-use super::{pagebuf, raw::RawPage, EntryLoc, Node, HEADER, OFF_PREFIX, SLOT};
+use super::{long_key_len, pagebuf, raw::RawPage, EntryLoc, Node, HEADER, OFF_PREFIX, SLOT};
 use crate::blob;
+use crate::long_key;
 use crate::page::Directory;
 use crate::sync::Restart;
 use std::ops::ControlFlow;
@@ -26,6 +27,9 @@ pub(crate) struct LeafCopy {
     blob: Vec<u8>,
     /// The out-of-line value fetched last, until [`adopt`](Self::adopt) makes it current.
     spare: Vec<u8>,
+    /// The whole key of the long key fetched last (see [`fetch`](Self::fetch)), which
+    /// [`read`](Self::read) and [`walk`](Self::walk) hand out for its stored form.
+    long_key: Vec<u8>,
 }
 
 /// Where a value lies: in a [`LeafCopy`] (checked to lie inside it when it was read), or
@@ -134,7 +138,19 @@ impl LeafCopy {
             key.clear();
             key.extend_from_slice(p);
         }
-        self.put_suffix(&node, i, &e, plen, key)
+        let place = self.put_suffix(&node, i, &e, plen, key)?;
+        self.whole_key(key);
+        Some(place)
+    }
+
+    /// Replaces a long key's stored form in `key` by the whole key [`fetch`](Self::fetch)
+    /// read for it.
+    #[inline(always)]
+    fn whole_key(&self, key: &mut Vec<u8>) {
+        if key.len() == long_key_len(self.size) {
+            key.clear();
+            key.extend_from_slice(&self.long_key);
+        }
     }
 
     /// Writes the suffix of entry `i` (located at `e`) after the first `plen` bytes of
@@ -191,13 +207,41 @@ impl LeafCopy {
     /// through `dir` into the spare buffer and returns `true`. Like the copy itself, the
     /// bytes are garbage (and `Restart` may come) until the caller validates the leaf *after*
     /// this call; then [`adopt`](Self::adopt) makes them the value of the entry's place.
+    ///
+    /// If `long_keys` (the tree has stored a long key; read after the copy validated), a
+    /// long key's whole key is read the same way, for `read` to hand out.
     #[inline(always)]
-    pub(crate) fn fetch(&mut self, i: usize, dir: &Directory) -> Result<bool, Restart> {
-        if self.size == 0 || !self.node().is_stub(i) {
+    pub(crate) fn fetch(
+        &mut self,
+        i: usize,
+        dir: &Directory,
+        long_keys: bool,
+    ) -> Result<bool, Restart> {
+        if self.size == 0 {
             return Ok(false);
+        }
+        let key = long_keys && self.fetch_key(i, dir)?;
+        if !self.node().is_stub(i) {
+            return Ok(key);
         }
         let e = self.node().entry(i)?;
         self.fetch_at(&e, dir).map(|()| true)
+    }
+
+    /// Reads the whole key of entry `i` if it is a long key's stored form (see
+    /// [`fetch`](Self::fetch)); whether it was.
+    #[cold]
+    #[inline(never)]
+    fn fetch_key(&mut self, i: usize, dir: &Directory) -> Result<bool, Restart> {
+        let node = self.node();
+        let e = node.entry(i)?;
+        if node.prefix_len() + e.suffix_len != long_key_len(self.size) {
+            return Ok(false);
+        }
+        self.long_key.clear();
+        node.push_key(i, &mut self.long_key)?;
+        long_key::expand(&mut self.long_key, dir)?;
+        Ok(true)
     }
 
     /// [`fetch`](Self::fetch) of the entry at `e`, which flags a stub.
@@ -240,7 +284,7 @@ impl LeafCopy {
         from: usize,
         count: usize,
         key: &mut Vec<u8>,
-        blobs: (&Directory, &dyn Fn() -> Result<(), Restart>),
+        blobs: (&Directory, &dyn Fn() -> Result<(), Restart>, bool),
         f: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
     ) -> (Option<(usize, Place)>, ControlFlow<R>, bool) {
         let mut last = None;
@@ -264,9 +308,16 @@ impl LeafCopy {
             if e.stub && self.fetch_at(&e, blobs.0).and_then(|_| blobs.1()).is_err() {
                 return (last, ControlFlow::Continue(()), true);
             }
+            let long = blobs.2 && plen + e.suffix_len == long_key_len(self.size);
+            if long && self.fetch_key(i, blobs.0).and_then(|_| blobs.1()).is_err() {
+                return (last, ControlFlow::Continue(()), true);
+            }
             let Some(place) = self.put_suffix(&node, i, &e, plen, key) else {
                 break ControlFlow::Continue(());
             };
+            if long {
+                self.whole_key(key);
+            }
             let place = self.adopt(place);
             last = Some((i, place));
             if let ControlFlow::Break(r) = f(key, self.value(place)) {

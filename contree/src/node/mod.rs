@@ -176,24 +176,58 @@ pub(crate) fn node_size(prefix: usize, fences: usize, entries: usize) -> usize {
     HEADER + prefix + fences + entries
 }
 
+/// The longest key a node of `page_size` bytes stores whole (a sixteenth of the page). A
+/// longer key (see `crate::long_key`) is stored in its *stored form*: its first
+/// [`long_head`] bytes followed by the 8-byte stub of a blob that holds the whole key,
+/// [`long_key_len`] bytes in all, a length no key stored whole has. Nodes move stored forms
+/// as opaque bytes; only searches (which compare a real key with them) and the paths that
+/// hand keys out read the blob.
+#[inline]
+pub(crate) fn inline_key_max(page_size: usize) -> usize {
+    page_size / 16
+}
+
+/// Bytes the stored form of a long key takes (see [`inline_key_max`]).
+#[inline]
+pub(crate) fn long_key_len(page_size: usize) -> usize {
+    inline_key_max(page_size) + 1
+}
+
+/// Bytes of a long key kept inline in its stored form, before the stub.
+#[inline]
+pub(crate) fn long_head(page_size: usize) -> usize {
+    long_key_len(page_size) - STUB_LEN
+}
+
+/// The longest prefix a node of `page_size` bytes uses: it ends at least four bytes before
+/// the stub of a long key's stored form, so that prefixes and slot heads hold key bytes
+/// only.
+#[inline]
+pub(crate) fn prefix_cap(page_size: usize) -> usize {
+    long_head(page_size) - 4
+}
+
 /// Length of the longest common prefix of two byte strings.
 pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// The prefix a node with these fences and these first and last keys uses (see the module
-/// doc): the keys' common prefix, or for an empty node the fences' common prefix.
+/// The prefix a node of `page_size` bytes with these fences and these first and last keys
+/// uses (see the module doc): the keys' common prefix, or for an empty node the fences'
+/// common prefix, cut to [`prefix_cap`].
 pub(crate) fn node_prefix<'a>(
+    page_size: usize,
     lower: Fence<'a>,
     upper: Fence<'a>,
     first: Option<&'a [u8]>,
     last: Option<&'a [u8]>,
 ) -> &'a [u8] {
-    match (lower, upper, first, last) {
+    let p: &[u8] = match (lower, upper, first, last) {
         (_, _, Some(f), Some(t)) => &f[..common_prefix(f, t)],
         (Some(l), Some(u), _, _) => &l[..common_prefix(l, u)],
         _ => &[],
-    }
+    };
+    &p[..p.len().min(prefix_cap(page_size))]
 }
 
 /// A leaf value as an entry stores it: inline bytes, or the stub of an out-of-line value.

@@ -17,7 +17,14 @@ impl Node {
         } else {
             (Some(self.key(range.start)?), Some(self.key(range.end - 1)?))
         };
-        Ok(node_prefix(lower, upper, first.as_deref(), last.as_deref()).to_vec())
+        Ok(node_prefix(
+            self.page_size(),
+            lower,
+            upper,
+            first.as_deref(),
+            last.as_deref(),
+        )
+        .to_vec())
     }
 
     /// The page bytes the two halves of a split at `sep_pos` would need (see
@@ -125,6 +132,7 @@ impl Node {
             None
         };
         Ok(node_prefix(
+            left.page_size(),
             lower.as_deref(),
             upper.as_deref(),
             first.as_deref(),

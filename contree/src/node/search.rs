@@ -2,13 +2,17 @@
 //! Safe to run optimistically (see the module doc of `node`).
 
 use super::raw::be_word;
-use super::{head_of, Node, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN};
+use super::{head_of, long_key_len, Node, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN};
+use crate::long_key;
+use crate::page::Directory;
 use crate::sync::Restart;
 use std::cmp::Ordering;
 
 impl Node {
     /// Compares the suffix of entry `i` with `suffix` whose head is `head`; `rest` is
-    /// `rest_word(suffix)`.
+    /// `rest_word(suffix)`, `long` the suffix length of a long key's stored form in this
+    /// node (see [`long_key_len`]), whose blob is read through `dir` when the inline bytes
+    /// tie.
     #[inline(always)]
     fn cmp_entry(
         &self,
@@ -16,6 +20,8 @@ impl Node {
         head: u32,
         suffix: &[u8],
         rest: Option<u64>,
+        long: usize,
+        dir: &Directory,
     ) -> Result<Ordering, Restart> {
         // SAFETY: callers pass `i` below the count read in `lower_bound`.
         let h = unsafe { self.slot_head(i) };
@@ -42,6 +48,16 @@ impl Node {
             }
         }
         let e = self.entry(i)?;
+        if e.suffix_len == long {
+            return long_key::compare_stored(
+                self.raw(),
+                e.rest_off,
+                e.suffix_len - 4,
+                4,
+                suffix,
+                dir,
+            );
+        }
         if e.suffix_len < 4 || suffix.len() < 4 {
             return Ok(e.suffix_len.cmp(&suffix.len()));
         }
@@ -49,23 +65,33 @@ impl Node {
             .compare(e.rest_off, e.suffix_len - 4, &suffix[4..])
     }
 
-    /// Whether `key` lies above the lower fence (always, when there is none).
+    /// Whether `key` lies above the lower fence (always, when there is none); a long fence
+    /// is read through `dir`.
     #[inline]
-    pub(crate) fn above_lower_fence(&self, key: &[u8]) -> Result<bool, Restart> {
+    pub(crate) fn above_lower_fence(&self, key: &[u8], dir: &Directory) -> Result<bool, Restart> {
         if self.flags() & HAS_LOWER == 0 {
             return Ok(true);
         }
         let off = self.header_u32(OFF_LOWER) as usize;
         let len = self.header_u16(OFF_LOWER_LEN) as usize;
-        Ok(self.page.compare(off, len, key)? == Ordering::Less)
+        let order = if len == long_key_len(self.page_size()) {
+            long_key::compare_stored(self.raw(), off, len, 0, key, dir)?
+        } else {
+            self.page.compare(off, len, key)?
+        };
+        Ok(order == Ordering::Less)
     }
 
     /// The first position whose key is `>= key`, and whether that key equals `key`.
     /// `key` must lie in the node's fence range (then it carries the node's prefix); under
     /// an optimistic race it may not, and the result is garbage but memory-safe.
     #[inline]
-    pub(crate) fn lower_bound(&self, key: &[u8]) -> Result<(usize, bool), Restart> {
-        self.search::<true>(key, false)
+    pub(crate) fn lower_bound(
+        &self,
+        key: &[u8],
+        dir: &Directory,
+    ) -> Result<(usize, bool), Restart> {
+        self.search::<true>(key, false, dir)
     }
 
     /// The search of point reads ([`Tree::get`](crate::Tree::get) and its kin): the same
@@ -80,8 +106,9 @@ impl Node {
     pub(crate) fn point_search<const LEAF: bool>(
         &self,
         key: &[u8],
+        dir: &Directory,
     ) -> Result<(usize, bool), Restart> {
-        self.search::<false>(key, LEAF)
+        self.search::<false>(key, LEAF, dir)
     }
 
     /// [`lower_bound`](Self::lower_bound), with the append shortcut if `APPEND`; `prefetch`
@@ -94,6 +121,7 @@ impl Node {
         &self,
         key: &[u8],
         prefetch: bool,
+        dir: &Directory,
     ) -> Result<(usize, bool), Restart> {
         let plen = self.prefix_len();
         let count = self.count();
@@ -111,6 +139,9 @@ impl Node {
         }
         let suffix = &key[plen..];
         let head = head_of(suffix);
+        // A long key's stored form has this suffix length here (`plen` is at most the
+        // prefix cap, below it).
+        let long = long_key_len(self.page_size()).wrapping_sub(plen);
         if count == 0 {
             return Ok((0, false));
         }
@@ -133,7 +164,7 @@ impl Node {
         // Only the rightmost node of a level (no upper fence) receives them; elsewhere the
         // check would cost a comparison at every level of every descent.
         if APPEND && !self.has_upper_fence() {
-            match self.cmp_entry(count - 1, head, suffix, rest_word(suffix))? {
+            match self.cmp_entry(count - 1, head, suffix, rest_word(suffix), long, dir)? {
                 Ordering::Less => return Ok((count, false)),
                 Ordering::Equal => return Ok((count - 1, true)),
                 Ordering::Greater => {}
@@ -158,7 +189,7 @@ impl Node {
         let rest = rest_word(suffix);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.cmp_entry(mid, head, suffix, rest)? {
+            match self.cmp_entry(mid, head, suffix, rest, long, dir)? {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok((mid, true)),

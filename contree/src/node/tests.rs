@@ -10,7 +10,7 @@ fn value_of(n: &Node, i: usize) -> Vec<u8> {
 }
 
 fn insert(n: &mut NodeMut, key: &[u8], value: &[u8]) -> bool {
-    let (pos, found) = n.lower_bound(key).unwrap();
+    let (pos, found) = n.lower_bound(key, &test_dir()).unwrap();
     assert!(!found);
     n.insert_at(pos, key, value)
 }
@@ -44,12 +44,15 @@ fn search_finds_inserted_keys_in_order() {
         sorted.iter().map(|k| k.to_vec()).collect::<Vec<_>>()
     );
     for k in &ks {
-        let (pos, found) = n.lower_bound(k).unwrap();
+        let (pos, found) = n.lower_bound(k, &test_dir()).unwrap();
         assert!(found);
         assert_eq!(value_of(&n, pos), *k);
     }
-    assert_eq!(n.lower_bound(b"abcc").unwrap(), (4, false));
-    assert_eq!(n.lower_bound(b"zzzzzzzzz").unwrap(), (8, false));
+    assert_eq!(n.lower_bound(b"abcc", &test_dir()).unwrap(), (4, false));
+    assert_eq!(
+        n.lower_bound(b"zzzzzzzzz", &test_dir()).unwrap(),
+        (8, false)
+    );
 }
 
 /// Every search agrees with a linear scan at every node size (the binary search's probe
@@ -83,9 +86,13 @@ fn searches_match_a_linear_scan_at_every_count() {
         for q in &probes {
             let want = all.partition_point(|k| k < q);
             let found = all.get(want) == Some(q);
-            assert_eq!(n.lower_bound(q).unwrap(), (want, found), "{j} {q:?}");
             assert_eq!(
-                n.point_search::<true>(q).unwrap(),
+                n.lower_bound(q, &test_dir()).unwrap(),
+                (want, found),
+                "{j} {q:?}"
+            );
+            assert_eq!(
+                n.point_search::<true>(q, &test_dir()).unwrap(),
                 (want, found),
                 "{j} {q:?}"
             );
@@ -108,7 +115,7 @@ fn insert_until_full_then_remove_and_compact() {
     assert!(i > 100, "only {i} entries fit");
     let before = n.free_space();
     for j in (0..i).step_by(2) {
-        let (pos, found) = n.lower_bound(&(j * 7).to_be_bytes()).unwrap();
+        let (pos, found) = n.lower_bound(&(j * 7).to_be_bytes(), &test_dir()).unwrap();
         assert!(found);
         n.remove_at(pos);
     }
@@ -282,7 +289,7 @@ fn large_keys_and_values_use_long_length_headers() {
     let k = vec![7u8; 300];
     let v = vec![9u8; 2000];
     assert!(insert(&mut n, &k, &v));
-    let (pos, found) = n.lower_bound(&k).unwrap();
+    let (pos, found) = n.lower_bound(&k, &test_dir()).unwrap();
     assert!(found);
     assert_eq!(value_of(&n, pos), &v[..]);
     assert_eq!(n.key(pos).unwrap(), k);
@@ -326,7 +333,7 @@ fn copy_range_reencodes_under_any_prefix() {
         assert_eq!(keys(&dst), ks[first..end].to_vec(), "prefix {dst_prefix:?}");
         for (j, i) in (first..end).enumerate() {
             assert_eq!(value_of(&dst, j), vec![i as u8; 3]);
-            assert_eq!(dst.lower_bound(&ks[i]).unwrap(), (j, true));
+            assert_eq!(dst.lower_bound(&ks[i], &test_dir()).unwrap(), (j, true));
         }
     }
 }
@@ -367,7 +374,7 @@ fn leaf_copy_reads_and_walks_every_entry() {
         };
         let pool = crate::page::PagePool::new(4096, 4096, false);
         let dir = Directory::of(&pool);
-        let blobs: (&Directory, &dyn Fn() -> Result<(), Restart>) = (&dir, &|| Ok(()));
+        let blobs: (&Directory, &dyn Fn() -> Result<(), Restart>, bool) = (&dir, &|| Ok(()), false);
         let (last, flow, stale) = if forward {
             copy.walk::<true, ()>(from, entries.len(), &mut key, blobs, &mut visit)
         } else {
@@ -392,4 +399,11 @@ fn leaf_copy_reads_and_walks_every_entry() {
         assert!(flow.is_break() && at.map(|a| a.0) == Some(1) && key == entries[1].0);
     }
     assert_eq!(copy.node().upper_fence().unwrap(), Some(b"prf".to_vec()));
+}
+
+/// A directory for searches in test nodes (they hold no long key, so it is never read).
+fn test_dir() -> Directory {
+    static POOL: std::sync::OnceLock<std::sync::Arc<crate::page::PagePool>> =
+        std::sync::OnceLock::new();
+    Directory::of(POOL.get_or_init(|| crate::page::PagePool::new(4096, 4 * 4096, false)))
 }

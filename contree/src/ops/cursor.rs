@@ -367,7 +367,7 @@ impl<'t> Cursor<'t> {
             at.index,
             at.count,
             &mut self.key,
-            (self.tree.directory(), &validate),
+            (self.tree.directory(), &validate, self.tree.has_long_keys()),
             f,
         );
         if let Some((index, place)) = last {
@@ -389,7 +389,9 @@ impl<'t> Cursor<'t> {
             return false;
         };
         // An out-of-line value is fetched first, then the snapshot validated for both.
-        let fetched = self.leaf.fetch(index, self.tree.directory());
+        let fetched = self
+            .leaf
+            .fetch(index, self.tree.directory(), self.tree.has_long_keys());
         if fetched.is_ok() && at.guard.validate().is_ok() {
             if let Some(place) = self.leaf.read(index, true, &mut self.key) {
                 at.index = index;
@@ -414,8 +416,8 @@ impl<'t> Cursor<'t> {
     /// when the entries handed out from it were read).
     #[cold]
     fn leave_forward(&mut self) -> bool {
-        if self.at.take().is_some() {
-            return match self.leaf.node().copy_upper_fence(&mut self.seek) {
+        if let Some(at) = self.at.take() {
+            return match self.fence(&at, true) {
                 Ok(false) => self.unposition(),
                 Ok(true) => {
                     self.seek.push(0);
@@ -431,14 +433,31 @@ impl<'t> Cursor<'t> {
     /// lower fence are in the leaves to the left.
     #[cold]
     fn leave_backward(&mut self) -> bool {
-        if self.at.take().is_some() {
-            return match self.leaf.node().copy_lower_fence(&mut self.seek) {
+        if let Some(at) = self.at.take() {
+            return match self.fence(&at, false) {
                 Ok(false) => self.unposition(),
                 Ok(true) => self.load(Seek::AtOrBefore),
                 Err(Restart) => self.reseek_from_current(false),
             };
         }
         self.reseek_from_current(false)
+    }
+
+    /// Copies the upper (`upper`) or lower fence of the leaf copy into `seek`, as a whole
+    /// key: a long key's stored form is read through its blob, and then the leaf that `at`
+    /// holds the snapshot of validated again. `false` if the leaf has no such fence.
+    fn fence(&mut self, at: &At<'_>, upper: bool) -> Result<bool, Restart> {
+        let node = self.leaf.node();
+        let has = if upper {
+            node.copy_upper_fence(&mut self.seek)?
+        } else {
+            node.copy_lower_fence(&mut self.seek)?
+        };
+        if has && crate::long_key::stub_of(&self.seek, node.page_size()).is_some() {
+            crate::long_key::expand(&mut self.seek, self.tree.directory())?;
+            at.guard.validate()?;
+        }
+        Ok(has)
     }
 
     /// Descends to the entry after (`forward`) or before the current key.
@@ -475,20 +494,29 @@ impl<'t> Cursor<'t> {
             // The copy is validated: its search and reads see one consistent leaf.
             let node = self.leaf.node();
             let count = self.leaf.count();
+            let dir = tree.directory();
             let index = match how {
-                Seek::AtOrAfter => node.lower_bound(seek).ok().map(|r| r.0),
+                Seek::AtOrAfter => node.lower_bound(seek, dir).ok().map(|r| r.0),
                 Seek::Last => count.checked_sub(1),
                 Seek::AtOrBefore => node
-                    .lower_bound(seek)
+                    .lower_bound(seek, dir)
                     .ok()
                     .and_then(|(pos, found)| (pos + found as usize).checked_sub(1)),
-                Seek::Below => node.lower_bound(seek).ok().and_then(|r| r.0.checked_sub(1)),
+                Seek::Below => node
+                    .lower_bound(seek, dir)
+                    .ok()
+                    .and_then(|r| r.0.checked_sub(1)),
             }
             .filter(|&i| i < count);
+            let long_keys = tree.has_long_keys();
+            if long_keys && guard.validate().is_err() {
+                // The search may have read long keys' blobs after the copy validated.
+                continue;
+            }
             if let Some(index) = index {
                 // An out-of-line value is fetched, then the leaf validated again; if it
                 // changed meanwhile, the descent is repeated.
-                match self.leaf.fetch(index, tree.directory()) {
+                match self.leaf.fetch(index, dir, long_keys) {
                     Ok(false) => {}
                     Ok(true) if guard.validate().is_ok() => {}
                     _ => continue,
@@ -504,14 +532,23 @@ impl<'t> Cursor<'t> {
                     return true;
                 }
             }
+            let mut fence = Vec::new();
             let has_fence = if how == Seek::AtOrAfter {
-                node.copy_upper_fence(&mut self.seek)
+                node.copy_upper_fence(&mut fence)
             } else {
-                node.copy_lower_fence(&mut self.seek)
+                node.copy_lower_fence(&mut fence)
             };
             if has_fence != Ok(true) {
                 return self.unposition();
             }
+            if crate::long_key::stub_of(&fence, node.page_size()).is_some()
+                && (crate::long_key::expand(&mut fence, dir).is_err() || guard.validate().is_err())
+            {
+                // The fence's blob was read after the copy validated and the leaf changed
+                // since: descend again with the same seek key.
+                continue;
+            }
+            self.seek = fence;
             if how == Seek::AtOrAfter {
                 // The keys above the upper fence are at or after `fence ++ [0]`.
                 self.seek.push(0);

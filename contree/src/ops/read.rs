@@ -21,7 +21,7 @@ impl Tree {
         let core = &*self.core;
         core.retry(|| {
             let (leaf, guard) = core.point_leaf(key)?;
-            let (pos, found) = leaf.point_search::<true>(key)?;
+            let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
             let out = read(leaf, pos, found)?;
             guard.validate()?;
             Ok(out)

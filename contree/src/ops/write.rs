@@ -39,6 +39,9 @@ struct Applied {
     delta: i8,
     underfull: bool,
     freed: Option<Stub>,
+    /// The blob of a long key whose stored form the edit removed (released once the leaf's
+    /// latch is released).
+    freed_key: Option<crate::page::PageId>,
 }
 
 /// The value of a `Put`: bytes (written out of line here when they are too long to stay
@@ -151,6 +154,13 @@ fn put_out_of_line<V: AsRef<[u8]>>(
     placed
 }
 
+/// The blob of the long key stored at `pos` of the latched leaf `node`.
+#[cold]
+fn stored_key_blob(core: &TreeCore, node: &NodeMut<'_>, pos: usize) -> Option<crate::page::PageId> {
+    let stored = node.key(pos).expect("a latched leaf");
+    crate::long_key::stub_of(&stored, core.config().page_size).map(|s| s.first)
+}
+
 impl Tree {
     /// The one read-modify-write of a key, behind `insert`, `remove` and the atomic
     /// per-key operations: under the leaf's exclusive latch, `decide` sees the key's current
@@ -175,12 +185,17 @@ impl Tree {
         let Divert::Proceed = core.policy.before_latch(key);
         let mut split_at = None;
         let mut rounds = 0;
-        loop {
+        let long = key.len() > core.config().max_inline_key_len();
+        // A long key's stored form, written (with its blob) when an attempt first inserts
+        // it, and kept for the next attempts; `inserted` once an entry holds it.
+        let mut long_form: Option<Vec<u8>> = None;
+        let mut inserted = false;
+        let result = loop {
             let attempt = core.retry(|| -> Result<Result<(R, Applied), Stop>, Restart> {
                 let (node, mut x) = core.exclusive_leaf(key)?;
                 let slow_path = x.slow_path();
                 let mut node = NodeMut::new(node, &mut x);
-                let (pos, found) = node.lower_bound(key)?;
+                let (pos, found) = node.lower_bound(key, core.directory())?;
                 let old_stub = if found { node.stub(pos)? } else { None };
                 let (edit, out) = {
                     let _mark = closure.map(|op| InClosure::enter(core.id(), op));
@@ -194,20 +209,43 @@ impl Tree {
                     delta: 0,
                     underfull: false,
                     freed: None,
+                    freed_key: None,
                 };
                 let value = match edit {
                     Edit::Keep => return Ok(Ok((out, applied))),
                     Edit::Remove if !found => return Ok(Ok((out, applied))),
                     Edit::Remove => {
+                        if long {
+                            applied.freed_key = stored_key_blob(core, &node, pos);
+                        }
                         node.remove_at(pos);
                         applied.delta = -1;
                         applied.underfull = core.is_underfull(&node);
                         applied.freed = old_stub;
-                        split_at = core.policy.after_change(&mut node, pos, slow_path);
+                        split_at =
+                            core.policy
+                                .after_change(&mut node, pos, slow_path, core.directory());
                         return Ok(Ok((out, applied)));
                     }
                     Edit::Put(value) => Value::Bytes(value),
                     Edit::PutStub(stub) => Value::Stub(stub),
+                };
+                // The key as the leaf stores it: a long key's stored form (the entry's own
+                // when it is there, else one written now).
+                let stored;
+                let key: &[u8] = if !long {
+                    key
+                } else if found {
+                    stored = node.key(pos)?;
+                    &stored
+                } else {
+                    if long_form.is_none() {
+                        match core.write_long_key(key) {
+                            Ok(form) => long_form = Some(form),
+                            Err(e) => return Ok(Err(Stop::Refused(e))),
+                        }
+                    }
+                    long_form.as_deref().expect("written above")
                 };
                 let done = match &value {
                     Value::Bytes(v) => {
@@ -231,16 +269,22 @@ impl Tree {
                     Ok(Placed::Entry) => {
                         applied.freed = old_stub;
                         applied.delta = i8::from(!found);
+                        inserted |= !found && long;
                     }
                     Err(stop) => return Ok(Err(stop)),
                 }
-                split_at = core.policy.after_change(&mut node, pos, slow_path);
+                split_at = core
+                    .policy
+                    .after_change(&mut node, pos, slow_path, core.directory());
                 Ok(Ok((out, applied)))
             });
             match attempt {
                 Ok((out, applied)) => {
                     if let Some(stub) = applied.freed {
                         core.free_blob(stub);
+                    }
+                    if let Some(pid) = applied.freed_key {
+                        core.release_keys(&[pid]);
                     }
                     if applied.delta != 0 {
                         core.counters.add(Counter::Len, applied.delta as i64);
@@ -257,17 +301,25 @@ impl Tree {
                         core.retry_deferred_merge();
                         core.release_memory_if_many();
                     }
-                    return Ok(out);
+                    break Ok(out);
                 }
-                Err(Stop::Refused(e)) => return Err(e),
+                Err(Stop::Refused(e)) => break Err(e),
                 Err(Stop::NeedSplit) => {
                     // At the memory budget the first rounds may get room by spreading the
                     // neighbours' free space instead of a split (`reclaim`).
                     rounds += 1;
-                    core.split_for(key, 0, rounds <= 2)?
+                    if let Err(e) = core.split_for(key, 0, rounds <= 2) {
+                        break Err(e);
+                    }
                 }
             }
+        };
+        if let (Some(form), false) = (&long_form, inserted) {
+            // Written for an insert that did not happen (the key came meanwhile, or the
+            // edit was refused): nothing names the blob.
+            core.release_long_form(form);
         }
+        result
     }
 
     /// Inserts or replaces the value of `key`; returns the previous value.
@@ -346,7 +398,7 @@ impl Tree {
             let (node, mut x) = core.exclusive_leaf(key)?;
             let slow_path = x.slow_path();
             let mut node = NodeMut::new(node, &mut x);
-            let (pos, found) = node.lower_bound(key)?;
+            let (pos, found) = node.lower_bound(key, core.directory())?;
             if !found {
                 return Ok(None);
             }
@@ -361,7 +413,9 @@ impl Tree {
                     out
                 }
             };
-            split_at = core.policy.after_change(&mut node, pos, slow_path);
+            split_at = core
+                .policy
+                .after_change(&mut node, pos, slow_path, core.directory());
             Ok(out)
         });
         if let Some(sep) = split_at {

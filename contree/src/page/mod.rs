@@ -327,6 +327,12 @@ impl Directory {
         pool.directory()
     }
 
+    /// The size of the pool's pages.
+    #[inline]
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
     /// The address of page `pid`. Fails with `Restart` for an id that was never allocated,
     /// which only an optimistic reader holding a garbage id can present.
     #[inline]

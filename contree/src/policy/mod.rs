@@ -124,16 +124,20 @@ impl LeafPolicies {
     }
 
     /// After a change of slot `pos` of the latched leaf `node`; returns the key to split the
-    /// leaf after when Contention Split decides to.
+    /// leaf after when Contention Split decides to (a whole key: a long key is read through
+    /// `dir` while the leaf is latched).
     #[inline]
     pub(crate) fn after_change(
         &self,
         node: &mut NodeMut,
         pos: usize,
         slow_path: bool,
+        dir: &crate::page::Directory,
     ) -> Option<Vec<u8>> {
         let mid = self.contention.after_change(node, pos, slow_path)?;
-        node.key(mid).ok()
+        let mut key = node.key(mid).ok()?;
+        crate::long_key::expand(&mut key, dir).ok()?;
+        Some(key)
     }
 
     /// Before the latched leaf `node` is split for space.

@@ -17,6 +17,7 @@
 //! touches it (a queue's consumers keep finding the head leaf's neighbour latched).
 
 use crate::engine::{Above, OptimisticNoWait, Target, TreeCore};
+use crate::long_key::KeyRefs;
 use crate::node::{Node, NodeMut};
 use crate::page::PageId;
 use crate::policy::LeafPolicies;
@@ -57,7 +58,11 @@ impl TreeCore {
     /// Never waits for a latch; a merge that finds one taken is deferred.
     pub(crate) fn try_merge(&self, key: &[u8], level: u16) {
         for _ in 0..4 {
-            match self.merge_attempt(key, level) {
+            let mut lost = Vec::new();
+            let outcome = self.merge_attempt(key, level, &mut lost);
+            // Stored forms of long keys the merge dropped, now that its latches are released.
+            self.release_keys(&lost);
+            match outcome {
                 Ok(MergeOutcome::ParentUnderfull) => {
                     self.try_merge(key, level + 1);
                     return;
@@ -137,7 +142,14 @@ impl TreeCore {
         self.deferred.len.load(Ordering::Relaxed)
     }
 
-    fn merge_attempt(&self, key: &[u8], level: u16) -> Result<MergeOutcome, Restart> {
+    /// One try of [`try_merge`](Self::try_merge); `lost` receives the key blobs whose stored
+    /// forms the merge dropped, to release once every latch is released.
+    fn merge_attempt(
+        &self,
+        key: &[u8],
+        level: u16,
+        lost: &mut Vec<PageId>,
+    ) -> Result<MergeOutcome, Restart> {
         let (here, above) = self.nowait_descend(Target::Key(key, level))?;
         let Above::Parent(parent, pos) = above else {
             // The root: an inner root with a single child is collapsed.
@@ -208,8 +220,15 @@ impl TreeCore {
             if Node::merged_space(&left, &right, &sep)? > limit {
                 continue;
             }
+            let mut refs = KeyRefs::new(self);
+            for n in [&left, &right, &*pnode] {
+                refs.before(n);
+            }
             self.merge_nodes(&mut NodeMut::new(right, rx), &left, &sep);
             self.remove_separator(&mut pnode, left_pos);
+            refs.after(&right);
+            refs.after(&pnode);
+            *lost = refs.settle(self);
             self.free(left_pid);
             self.events.merges.fetch_add(1, Ordering::Relaxed);
             // The freed node's latch is released (its version bumped) when its guard drops.

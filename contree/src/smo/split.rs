@@ -10,6 +10,7 @@
 
 use crate::engine::{Above, Target, TreeCore};
 use crate::error::Error;
+use crate::long_key::KeyRefs;
 use crate::node::NodeMut;
 use crate::policy::{LeafPolicies, SplitAdvice};
 use crate::space::Room;
@@ -100,10 +101,10 @@ impl TreeCore {
             // Nothing to split (another thread emptied it); the caller retries its insert.
             return Ok(SplitOutcome::Done);
         }
-        let append = !node.has_upper_fence() && node.lower_bound(key)?.0 == count;
+        let append = !node.has_upper_fence() && node.lower_bound(key, self.directory())?.0 == count;
         let SplitAdvice::Default = self.policy.before_split(&node);
         let preferred = match (at, append, level) {
-            (Some(sep), _, _) => match node.lower_bound(sep)? {
+            (Some(sep), _, _) => match node.lower_bound(sep, self.directory())? {
                 // Only a split with entries on both sides separates anything.
                 (pos, true) if pos + 1 < count => pos,
                 _ => return Ok(SplitOutcome::Done),
@@ -116,6 +117,14 @@ impl TreeCore {
         // halves fit.
         let sep_pos = node.choose_split(preferred)?;
         let contention = at.is_some();
+        // Long keys: a split only adds stored forms (the separator, in the parent and in
+        // both halves' fences), so the counts rise before the latches are released and
+        // nothing is left to drop.
+        let mut refs = KeyRefs::new(self);
+        refs.before(&node);
+        if let Some(p) = &parent {
+            refs.before(p);
+        }
         match parent {
             None => {
                 let Some(ids) = self.allocate(2) else {
@@ -130,6 +139,11 @@ impl TreeCore {
                 let root_node = NodeMut::new(root, &mut rx);
                 self.grow_root(root_node, root_pid, level + 1, &sep, left_pid, here.pid);
                 self.split_done(&mut node, NodeMut::new(left, &mut lx), contention);
+                for n in [&*node, &left, &root] {
+                    refs.after(n);
+                }
+                let lost = refs.settle(self);
+                assert!(lost.is_empty(), "a split drops no stored form");
                 drop(above_x);
                 Ok(SplitOutcome::Done)
             }
@@ -147,6 +161,11 @@ impl TreeCore {
                 let sep = self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos);
                 self.add_separator(&mut pnode, &sep, left_pid);
                 self.split_done(&mut node, NodeMut::new(left, &mut lx), contention);
+                for n in [&*node, &left, &*pnode] {
+                    refs.after(n);
+                }
+                let lost = refs.settle(self);
+                assert!(lost.is_empty(), "a split drops no stored form");
                 Ok(SplitOutcome::Done)
             }
         }

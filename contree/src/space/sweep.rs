@@ -188,7 +188,10 @@ impl TreeCore {
             }
             let attempt = || -> Result<(Visit<'_>, Option<Vec<u8>>, usize), Restart> {
                 let (here, _) = self.nowait_descend(target)?;
-                let lower = here.node.lower_fence()?;
+                let mut lower = here.node.lower_fence()?;
+                if let Some(l) = &mut lower {
+                    crate::long_key::expand(l, self.directory())?;
+                }
                 let count = here.node.count();
                 here.guard.validate()?;
                 Ok((here, lower, count))
@@ -275,7 +278,7 @@ impl TreeCore {
         parent_level: u16,
     ) -> Result<(Visit<'_>, usize), Restart> {
         let (parent, _) = self.nowait_descend(Target::Key(key, parent_level))?;
-        let pos = parent.node.lower_bound(key)?.0;
+        let pos = parent.node.lower_bound(key, self.directory())?.0;
         parent.guard.validate()?;
         Ok((parent, pos))
     }

@@ -247,7 +247,7 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
     /// let map: TreeMap<String, u32> = TreeMap::new();
     /// assert_eq!(map.insert("a", &1), Ok(None));
     /// assert_eq!(map.insert("a", &2), Ok(Some(1)));
-    /// let long = "x".repeat(10_000);
+    /// let long = "x".repeat(20_000); // over contree::MAX_KEY_LEN (16 KiB)
     /// assert!(matches!(map.insert(long.as_str(), &3), Err(Error::KeyTooLarge { .. })));
     ///
     /// // Borrowed keys and values.

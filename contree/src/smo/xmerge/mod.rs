@@ -29,6 +29,7 @@
 //! level, leaves first) and `reclaim` (an insert that hit the memory budget); see `space`.
 
 use crate::engine::{TreeCore, Visit};
+use crate::long_key::KeyRefs;
 use crate::node::{Node, NodeMut, Scratch, HEADER};
 use crate::page::PageId;
 use crate::policy::LeafPolicies;
@@ -191,10 +192,12 @@ impl TreeCore {
             };
             latched.push((m.pid, m.node, x));
         }
-        let freed = self.apply_xmerge(NodeMut::new(pnode, &mut px), lo, &mut latched, chunks);
+        let (freed, lost) =
+            self.apply_xmerge(NodeMut::new(pnode, &mut px), lo, &mut latched, chunks);
         let empty_root = pnode.count() == 0 && self.root_id() == parent.pid;
         drop(latched);
         drop(px);
+        self.release_keys(&lost);
         if empty_root {
             let _ = self.try_collapse_root();
         }
@@ -247,15 +250,21 @@ impl TreeCore {
     }
 
     /// Writes the plan: new nodes over the rightmost members, the new parent, and frees the
-    /// leftmost members. Every latch is held exclusively. Returns the pages freed.
+    /// leftmost members. Every latch is held exclusively. Returns the pages freed and the
+    /// key blobs whose stored forms the rewrite dropped (released by the caller once the
+    /// latches are).
     fn apply_xmerge(
         &self,
         mut pnode: NodeMut,
         lo: usize,
         latched: &mut [(PageId, Node, ExclusiveGuard)],
         chunks: &[(usize, usize)],
-    ) -> usize {
+    ) -> (usize, Vec<PageId>) {
         let nodes: Vec<Node> = latched.iter().map(|m| m.1).collect();
+        let mut refs = KeyRefs::new(self);
+        for n in nodes.iter().chain([&pnode.node()]) {
+            refs.before(n);
+        }
         let run = Run::optimistic_new(pnode.node(), lo, &nodes).expect("latched");
         let page = pnode.page_size();
         let level = pnode.level() - 1;
@@ -319,6 +328,11 @@ impl TreeCore {
             self.rewrite_node(&mut NodeMut::new(s.1, &mut s.2), scratch);
         }
         self.rewrite_node(&mut pnode, &mut pscratch);
+        for s in &latched[x - m..] {
+            refs.after(&s.1);
+        }
+        refs.after(&pnode);
+        let lost = refs.settle(self);
         for freed in &latched[..x - m] {
             self.free(freed.0);
         }
@@ -328,6 +342,6 @@ impl TreeCore {
         self.events
             .pages_freed
             .fetch_add((x - m) as u64, Ordering::Relaxed);
-        x - m
+        (x - m, lost)
     }
 }

@@ -4,7 +4,8 @@
 
 use super::Member;
 use crate::node::{
-    common_prefix, entry_space, node_prefix, node_size, stored_entry_space, Node, Scratch,
+    common_prefix, entry_space, node_prefix, node_size, prefix_cap, stored_entry_space, Node,
+    Scratch,
 };
 use crate::page::PageId;
 use crate::sync::Restart;
@@ -140,7 +141,7 @@ impl<'a> Run<'a> {
             while start > 0 {
                 let c = start - 1;
                 self.key(c, &mut first)?;
-                let p = common_prefix(&first, &last);
+                let p = common_prefix(&first, &last).min(prefix_cap(page));
                 let s = if start == end || p != plen {
                     space(&items[c..end], p)
                 } else {
@@ -212,6 +213,7 @@ impl<'a> Run<'a> {
         };
         let (plower, pupper) = (parent.lower_fence()?, parent.upper_fence()?);
         Ok(node_prefix(
+            parent.page_size(),
             plower.as_deref(),
             pupper.as_deref(),
             have_first.then_some(&first[..]),
@@ -269,6 +271,7 @@ impl<'a> Run<'a> {
             self.key(end - 1, &mut last).expect("latched");
         }
         let prefix = node_prefix(
+            scratch.node().page_size(),
             lower,
             upper,
             nonempty.then_some(&first[..]),

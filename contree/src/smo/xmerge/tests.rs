@@ -282,7 +282,11 @@ fn spreading_gives_a_full_leaf_room_from_its_neighbours() {
     assert!(free(&t) < 64, "the probe's leaf starts full");
     let pages = t.stats().leaf_pages;
     let parent = leaf_parent(&t, &probe);
-    let pos = parent.node.lower_bound(&probe).unwrap().0;
+    let pos = parent
+        .node
+        .lower_bound(&probe, t.core.directory())
+        .unwrap()
+        .0;
     assert!(t.core.optimistic_spread(parent, pos).unwrap());
     assert!(free(&t) > 200, "the probe's leaf got room: {}", free(&t));
     assert_eq!(t.stats().leaf_pages, pages);

@@ -1,0 +1,331 @@
+//! Long keys: a key longer than a node stores whole
+//! ([`Config::max_inline_key_len`](crate::Config::max_inline_key_len), a sixteenth of a page)
+//! lives in a blob (`crate::blob`) that holds the whole key, and every node that names it
+//! (a leaf entry, an inner separator, a fence) holds its *stored form*: the key's first
+//! `long_head` bytes followed by the blob's 8-byte stub (its length and first page). The
+//! stored form is `long_key_len = max_inline_key_len + 1` bytes long, a length no key
+//! stored whole has, so a node knows a long key by its length alone, and every routine
+//! that moves entries, fences or separators (builder, splits, merges, XMerge) moves the
+//! stored form as opaque bytes. Node prefixes stop four bytes before the stub
+//! (`node::prefix_cap`), so prefixes and slot heads hold key bytes only.
+//!
+//! ```text
+//! stored form: key[..long_head] | stub: key length u32 LE, first blob page u32 LE
+//! ```
+//!
+//! **Order.** Searches compare a real key with a stored form: the inline bytes first, and
+//! only when they tie (the keys share `long_head` bytes) the rest, read from the blob
+//! ([`compare_stored`]). A separator is a stored form too, so inner nodes route long keys
+//! exactly, whatever prefix the keys share.
+//!
+//! **Sharing and reclamation.** A separator or fence made from a long key is a copy of its
+//! stored form, naming the same blob. The blob's first page counts the stored forms that
+//! name it (bytes 12..16, changed under the tree's `key_refs` mutex): an insert writes the
+//! blob with a count of 1; a structure change counts the stored forms in the nodes it
+//! changes before and after ([`KeyRefs`]) and applies the difference, adding before its
+//! latches are released and dropping (freeing a blob whose count reaches 0) after. A
+//! removal drops its key's count after the leaf's latch is released. So an optimistic
+//! reader that read a stored form validates a node version that moved before the blob could
+//! be freed, as for out-of-line values. `check_invariants` recounts every blob.
+//!
+//! **Cost.** Trees that never stored a long key pay nothing but a length compare in the
+//! slow path of a search and a flag load per structure change; a long key costs its blob
+//! (whole pages from the pool, like an out-of-line value) and a blob read per search that
+//! ties on its first `long_head` bytes.
+
+use crate::blob::{self, Stub, STUB_LEN};
+use crate::engine::TreeCore;
+use crate::error::Error;
+use crate::node::raw::RawPage;
+use crate::node::{long_head, long_key_len, Node};
+use crate::page::{Directory, PageId};
+use crate::sync::Restart;
+use std::cmp::Ordering;
+use std::sync::atomic::Ordering as AtomicOrdering;
+
+/// The longest key a tree accepts, whatever its page size: 16 KiB.
+pub const MAX_KEY_LEN: usize = 16 << 10;
+
+/// Offset of the reference count in a key blob's first page (after the next page id).
+const REFS: usize = 12;
+
+/// The stub of the stored form `stored` if it is one (its length says so).
+#[inline]
+pub(crate) fn stub_of(stored: &[u8], page_size: usize) -> Option<Stub> {
+    if stored.len() != long_key_len(page_size) {
+        return None;
+    }
+    let b: [u8; STUB_LEN] = stored[long_head(page_size)..].try_into().ok()?;
+    Some(Stub::decode(b))
+}
+
+/// The stored form of `key` (longer than a node stores whole) whose blob starts at `first`.
+pub(crate) fn stored_form(key: &[u8], first: PageId, page_size: usize) -> Vec<u8> {
+    let head = long_head(page_size);
+    let mut out = Vec::with_capacity(head + STUB_LEN);
+    out.extend_from_slice(&key[..head]);
+    out.extend_from_slice(
+        &Stub {
+            len: key.len(),
+            first,
+        }
+        .encode(),
+    );
+    out
+}
+
+/// Reads the whole key the stub of a stored form names into `out` (replacing it), checking
+/// that its length is one a long key has. Optimistic like `blob::read`.
+fn read_key(
+    dir: &Directory,
+    page_size: usize,
+    stub: Stub,
+    out: &mut Vec<u8>,
+) -> Result<(), Restart> {
+    if stub.len <= long_head(page_size) || stub.len > MAX_KEY_LEN {
+        return Err(Restart);
+    }
+    out.clear();
+    blob::read(dir, page_size, stub, out)
+}
+
+/// Replaces a stored form in `key` by the whole key (a key stored whole is left alone).
+/// Optimistic: garbage (but bounded) unless the node the stored form came from validates
+/// afterwards.
+#[inline]
+pub(crate) fn expand(key: &mut Vec<u8>, dir: &Directory) -> Result<(), Restart> {
+    let size = page_size(dir);
+    match stub_of(key, size) {
+        None => Ok(()),
+        Some(stub) => expand_stub(key, stub, dir, size),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn expand_stub(key: &mut Vec<u8>, stub: Stub, dir: &Directory, size: usize) -> Result<(), Restart> {
+    let mut whole = Vec::new();
+    read_key(dir, size, stub, &mut whole)?;
+    *key = whole;
+    Ok(())
+}
+
+fn page_size(dir: &Directory) -> usize {
+    dir.page_size()
+}
+
+/// Compares a stored key with `other`: `page[off..off + len]` holds the stored form's bytes
+/// from position `skip` of some key suffix on, whose first `skip` bytes equal
+/// `other[..skip]`; the last [`STUB_LEN`] of them are the stub of a long key. The inline
+/// bytes are compared first; if they tie, the rest of the key is read from its blob.
+/// Optimistic: the caller validates the page afterwards.
+#[cold]
+#[inline(never)]
+pub(crate) fn compare_stored(
+    page: RawPage,
+    off: usize,
+    len: usize,
+    skip: usize,
+    other: &[u8],
+    dir: &Directory,
+) -> Result<Ordering, Restart> {
+    let inline = len.checked_sub(STUB_LEN).ok_or(Restart)?;
+    let o = other.get(skip..).unwrap_or_default();
+    let n = inline.min(o.len());
+    let head = page.compare(off, n, &o[..n])?;
+    if head != Ordering::Equal {
+        return Ok(head);
+    }
+    if o.len() <= inline {
+        // `other` ends within the inline bytes: the long key goes on.
+        return Ok(Ordering::Greater);
+    }
+    let mut b = [0u8; STUB_LEN];
+    page.copy_to(off + inline, &mut b)?;
+    let size = page_size(dir);
+    let mut whole = Vec::new();
+    read_key(dir, size, Stub::decode(b), &mut whole)?;
+    Ok(whole[long_head(size)..].cmp(&o[inline..]))
+}
+
+/// The blob pages of the stored forms in a node: its fences and its keys, one entry per
+/// stored form (so a blob named twice appears twice).
+pub(crate) fn refs_in(node: &Node, out: &mut Vec<PageId>) -> Result<(), Restart> {
+    let size = node.page_size();
+    let long = long_key_len(size);
+    let mut key = Vec::new();
+    for fence in [node.lower_fence()?, node.upper_fence()?]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(stub) = stub_of(&fence, size) {
+            out.push(stub.first);
+        }
+    }
+    let plen = node.prefix_len();
+    for i in 0..node.count() {
+        let e = node.entry(i)?;
+        if plen + e.suffix_len == long {
+            key.clear();
+            node.push_key(i, &mut key)?;
+            if let Some(stub) = stub_of(&key, size) {
+                out.push(stub.first);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The stored forms a structure change finds in the nodes it changes, counted before the
+/// change and after it, to apply the difference to the blobs' reference counts
+/// ([`TreeCore::apply_refs`]). Empty and free for trees that never stored a long key.
+#[derive(Debug, Default)]
+pub(crate) struct KeyRefs {
+    active: bool,
+    before: Vec<PageId>,
+    after: Vec<PageId>,
+}
+
+impl KeyRefs {
+    /// Starts counting for `core`, called with the changed nodes latched.
+    pub(crate) fn new(core: &TreeCore) -> KeyRefs {
+        KeyRefs {
+            active: core.has_long_keys(),
+            ..KeyRefs::default()
+        }
+    }
+
+    /// Counts the stored forms of `node` (latched) before the change.
+    pub(crate) fn before(&mut self, node: &Node) {
+        if self.active {
+            refs_in(node, &mut self.before).expect("a latched node");
+        }
+    }
+
+    /// Counts the stored forms of `node` (still latched) after the change.
+    pub(crate) fn after(&mut self, node: &Node) {
+        if self.active {
+            refs_in(node, &mut self.after).expect("a latched node");
+        }
+    }
+
+    /// Applies the additions now (the changed nodes are still latched) and returns the
+    /// blobs whose count drops, one entry per dropped stored form, for
+    /// [`TreeCore::release_keys`] once the latches are released.
+    pub(crate) fn settle(mut self, core: &TreeCore) -> Vec<PageId> {
+        if !self.active {
+            return Vec::new();
+        }
+        self.before.sort_unstable();
+        self.after.sort_unstable();
+        let (mut gained, mut lost) = (Vec::new(), Vec::new());
+        let (mut i, mut j) = (0, 0);
+        while i < self.before.len() || j < self.after.len() {
+            match (self.before.get(i), self.after.get(j)) {
+                (Some(b), Some(a)) if b == a => {
+                    i += 1;
+                    j += 1;
+                }
+                (Some(b), Some(a)) if b < a => {
+                    lost.push(*b);
+                    i += 1;
+                }
+                (Some(b), None) => {
+                    lost.push(*b);
+                    i += 1;
+                }
+                (_, Some(a)) => {
+                    gained.push(*a);
+                    j += 1;
+                }
+                (None, None) => unreachable!(),
+            }
+        }
+        if !gained.is_empty() {
+            let _g = core.key_refs.lock().unwrap_or_else(|e| e.into_inner());
+            for pid in gained {
+                core.add_key_refs(pid, 1);
+            }
+        }
+        lost
+    }
+}
+
+impl TreeCore {
+    /// Whether this tree ever stored a long key (then structure changes count stored forms).
+    #[inline]
+    pub(crate) fn has_long_keys(&self) -> bool {
+        self.long_keys.load(AtomicOrdering::Acquire)
+    }
+
+    /// Writes `key` (longer than a node stores whole) into fresh blob pages with a
+    /// reference count of 1 and returns its stored form; `OutOfSpace` (taking no page) when
+    /// the budget does not allow them.
+    pub(crate) fn write_long_key(&self, key: &[u8]) -> Result<Vec<u8>, Error> {
+        // Set before the stored form can reach a node (under that node's latch), so a
+        // structure change that latches the node afterwards sees it.
+        self.long_keys.store(true, AtomicOrdering::Release);
+        let stub = self.write_blob(key)?;
+        let _g = self.key_refs.lock().unwrap_or_else(|e| e.into_inner());
+        self.set_key_refs(stub.first, 1);
+        Ok(stored_form(key, stub.first, self.config().page_size))
+    }
+
+    /// The reference count of the key blob starting at `pid` (the caller holds `key_refs`
+    /// or owns the tree).
+    pub(crate) fn key_refs_of(&self, pid: PageId) -> u32 {
+        let page = self.blob_page(pid);
+        let mut b = [0u8; 4];
+        page.copy_to(REFS, &mut b).expect("a blob page");
+        u32::from_le_bytes(b)
+    }
+
+    fn set_key_refs(&self, pid: PageId, n: u32) {
+        let page = self.blob_page(pid);
+        // SAFETY: bytes `REFS..REFS + 4` of a key blob's first page are written only here,
+        // under `key_refs`; readers of the blob's bytes read from offset 16 on, and a stale
+        // reader of the page's earlier life validates a version that moved when it was
+        // freed (the latch word is never written here).
+        unsafe { page.slice_mut(REFS, 4) }.copy_from_slice(&n.to_le_bytes());
+    }
+
+    /// Adds `n` to the count of the blob at `pid` (the caller holds `key_refs`).
+    fn add_key_refs(&self, pid: PageId, n: u32) {
+        let refs = self.key_refs_of(pid);
+        self.set_key_refs(pid, refs + n);
+    }
+
+    /// Frees the blob of `form`, a stored form written by
+    /// [`write_long_key`](Self::write_long_key) that no node took.
+    pub(crate) fn release_long_form(&self, form: &[u8]) {
+        let stub = stub_of(form, self.config().page_size).expect("a stored form");
+        self.release_keys(&[stub.first]);
+    }
+
+    /// Drops one reference per entry of `pids` (stored forms that left the tree under
+    /// latches released since) and frees the blobs nobody names any more.
+    pub(crate) fn release_keys(&self, pids: &[PageId]) {
+        if pids.is_empty() {
+            return;
+        }
+        let size = self.config().page_size;
+        let mut freed = Vec::new();
+        {
+            let _g = self.key_refs.lock().unwrap_or_else(|e| e.into_inner());
+            for &pid in pids {
+                let refs = self.key_refs_of(pid);
+                assert!(refs > 0, "a key blob released more often than named");
+                self.set_key_refs(pid, refs - 1);
+                if refs == 1 {
+                    freed.push(pid);
+                }
+            }
+        }
+        for pid in freed {
+            // The length only bounds the walk: a key blob of `n` pages is followed to its
+            // end marker by `pages_of`'s length, so read it from the chain itself.
+            let ids = self.chain_of(pid, size);
+            self.free_pages(&ids);
+        }
+    }
+}
