@@ -94,7 +94,7 @@ fn read_key(
 /// afterwards.
 #[inline]
 pub(crate) fn expand(key: &mut Vec<u8>, dir: &Directory) -> Result<(), Restart> {
-    let size = page_size(dir);
+    let size = dir.page_size();
     match stub_of(key, size) {
         None => Ok(()),
         Some(stub) => expand_stub(key, stub, dir, size),
@@ -108,10 +108,6 @@ fn expand_stub(key: &mut Vec<u8>, stub: Stub, dir: &Directory, size: usize) -> R
     read_key(dir, size, stub, &mut whole)?;
     *key = whole;
     Ok(())
-}
-
-fn page_size(dir: &Directory) -> usize {
-    dir.page_size()
 }
 
 /// Compares a stored key with `other`: `page[off..off + len]` holds the stored form's bytes
@@ -142,7 +138,7 @@ pub(crate) fn compare_stored(
     }
     let mut b = [0u8; STUB_LEN];
     page.copy_to(off + inline, &mut b)?;
-    let size = page_size(dir);
+    let size = dir.page_size();
     let mut whole = Vec::new();
     read_key(dir, size, Stub::decode(b), &mut whole)?;
     Ok(whole[long_head(size)..].cmp(&o[inline..]))
@@ -322,8 +318,8 @@ impl TreeCore {
             }
         }
         for pid in freed {
-            // The length only bounds the walk: a key blob of `n` pages is followed to its
-            // end marker by `pages_of`'s length, so read it from the chain itself.
+            // The key's length is in its stored forms, not in the blob: follow the chain to
+            // its end marker.
             let ids = self.chain_of(pid, size);
             self.free_pages(&ids);
         }

@@ -14,16 +14,10 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-const PAGE_SIZES: [usize; 4] = [4096, 8192, 16384, 65536];
+#[path = "support/pages.rs"]
+mod pages;
 
-fn tree_with(page_size: usize) -> Tree {
-    Tree::with_config(Config {
-        page_size,
-        space_manager: false,
-        ..Config::default()
-    })
-    .unwrap()
-}
+use pages::{tree_with, PAGE_SIZES};
 
 /// A value of `len` bytes that says which seed made it: every byte is derived from the
 /// seed and the position, so a torn or mixed read shows.

@@ -13,16 +13,10 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-const PAGE_SIZES: [usize; 4] = [4096, 8192, 16384, 65536];
+#[path = "support/pages.rs"]
+mod pages;
 
-fn tree_with(page_size: usize) -> Tree {
-    Tree::with_config(Config {
-        page_size,
-        space_manager: false,
-        ..Config::default()
-    })
-    .unwrap()
-}
+use pages::{tree_with, PAGE_SIZES};
 
 /// A key of `len` bytes: `stem` bytes of a shared stem (`a` repeated, or a path-like
 /// pattern), then bytes derived from `id`, so that keys of one stem share long prefixes.

@@ -22,7 +22,8 @@
 //! to it) between moves.
 
 use crate::engine::{Target, TreeCore};
-use crate::node::{pagebuf, LeafCopy, Place};
+use crate::node::{pagebuf, LeafCopy, Node, Place};
+use crate::page::Directory;
 use crate::sync::{OptimisticGuard, Restart};
 use crate::Tree;
 use std::ops::ControlFlow;
@@ -51,6 +52,8 @@ pub struct Cursor<'t> {
     at: Option<At<'t>>,
     /// Scratch: the key a descent starts from.
     seek: Vec<u8>,
+    /// Scratch: a fence a descent moves on to, while `seek` may still be needed.
+    fence: Vec<u8>,
 }
 
 /// Where the current entry came from: the snapshot the leaf copy was validated against, the
@@ -99,6 +102,7 @@ impl<'t> Cursor<'t> {
             positioned: false,
             at: None,
             seek: pagebuf::take_bytes(),
+            fence: Vec::new(),
         }
     }
 
@@ -443,21 +447,17 @@ impl<'t> Cursor<'t> {
         self.reseek_from_current(false)
     }
 
-    /// Copies the upper (`upper`) or lower fence of the leaf copy into `seek`, as a whole
-    /// key: a long key's stored form is read through its blob, and then the leaf that `at`
-    /// holds the snapshot of validated again. `false` if the leaf has no such fence.
+    /// Copies the upper (`upper`) or lower fence of the leaf copy into `seek` as a whole
+    /// key (see [`whole_fence`]), validating the leaf that `at` holds the snapshot of.
     fn fence(&mut self, at: &At<'_>, upper: bool) -> Result<bool, Restart> {
         let node = self.leaf.node();
-        let has = if upper {
-            node.copy_upper_fence(&mut self.seek)?
-        } else {
-            node.copy_lower_fence(&mut self.seek)?
-        };
-        if has && crate::long_key::stub_of(&self.seek, node.page_size()).is_some() {
-            crate::long_key::expand(&mut self.seek, self.tree.directory())?;
-            at.guard.validate()?;
-        }
-        Ok(has)
+        whole_fence(
+            &node,
+            upper,
+            &mut self.seek,
+            self.tree.directory(),
+            &at.guard,
+        )
     }
 
     /// Descends to the entry after (`forward`) or before the current key.
@@ -532,23 +532,13 @@ impl<'t> Cursor<'t> {
                     return true;
                 }
             }
-            let mut fence = Vec::new();
-            let has_fence = if how == Seek::AtOrAfter {
-                node.copy_upper_fence(&mut fence)
-            } else {
-                node.copy_lower_fence(&mut fence)
-            };
-            if has_fence != Ok(true) {
-                return self.unposition();
-            }
-            if crate::long_key::stub_of(&fence, node.page_size()).is_some()
-                && (crate::long_key::expand(&mut fence, dir).is_err() || guard.validate().is_err())
-            {
-                // The fence's blob was read after the copy validated and the leaf changed
+            match whole_fence(&node, how == Seek::AtOrAfter, &mut self.fence, dir, &guard) {
+                Ok(true) => std::mem::swap(&mut self.seek, &mut self.fence),
+                Ok(false) => return self.unposition(),
+                // A long fence's blob was read after the copy validated and the leaf changed
                 // since: descend again with the same seek key.
-                continue;
+                Err(Restart) => continue,
             }
-            self.seek = fence;
             if how == Seek::AtOrAfter {
                 // The keys above the upper fence are at or after `fence ++ [0]`.
                 self.seek.push(0);
@@ -588,4 +578,26 @@ impl Tree {
     pub fn cursor(&self) -> Cursor<'_> {
         Cursor::new(&self.core)
     }
+}
+
+/// Copies the upper (`upper`) or lower fence of `node`, a leaf copy, into `out` as a whole
+/// key: a long key's stored form is read through its blob, and then `guard` (the snapshot
+/// the copy was validated against) validated again. `false` if the leaf has no such fence.
+fn whole_fence(
+    node: &Node,
+    upper: bool,
+    out: &mut Vec<u8>,
+    dir: &Directory,
+    guard: &OptimisticGuard<'_>,
+) -> Result<bool, Restart> {
+    let has = if upper {
+        node.copy_upper_fence(out)?
+    } else {
+        node.copy_lower_fence(out)?
+    };
+    if has && crate::long_key::stub_of(out, node.page_size()).is_some() {
+        crate::long_key::expand(out, dir)?;
+        guard.validate()?;
+    }
+    Ok(has)
 }
