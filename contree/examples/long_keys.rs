@@ -4,8 +4,9 @@
 //! seeded generator: a few hosts, path segments, a query string), with repetitions
 //! interleaved across the variants.
 //!
-//! `cargo run --release -p contree --example long_keys -- [entries] [reps]` (defaults:
-//! 50,000 entries, 3 repetitions). Each variant inserts every key (8-byte values) in a
+//! `cargo run --release -p contree --example long_keys -- [entries] [reps] [paths]` (defaults:
+//! 50,000 URL keys, 3 repetitions; `paths` adds the file paths of the installed packages, read
+//! from dpkg's lists, or of the files under `/usr` where there are none). Each variant inserts every key (8-byte values) in a
 //! scrambled order into an empty map, then reads every key once in another order. Prints
 //! Mops/s for both phases (medians, with the ratio to bbtree) and memory per entry as a
 //! ratio to `key + value bytes + 16`: contree's pages in use (after the inserts, and after
@@ -86,6 +87,40 @@ fn urls(n: usize) -> Vec<Vec<u8>> {
         }
     }
     out
+}
+
+/// The file paths of the installed packages (dpkg's lists), or of the files under `/usr`
+/// where there are none, sorted and without duplicates.
+fn installed_paths() -> Vec<Vec<u8>> {
+    let mut out = std::collections::BTreeSet::new();
+    if let Ok(dir) = std::fs::read_dir("/var/lib/dpkg/info") {
+        for e in dir.flatten() {
+            if e.path().extension().is_some_and(|x| x == "list") {
+                if let Ok(text) = std::fs::read_to_string(e.path()) {
+                    out.extend(
+                        text.lines()
+                            .filter(|l| !l.is_empty())
+                            .map(|l| l.as_bytes().to_vec()),
+                    );
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        let mut stack = vec![std::path::PathBuf::from("/usr")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(p),
+                    _ => {
+                        out.insert(p.to_string_lossy().as_bytes().to_vec());
+                    }
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// A scrambled order of `0..n`.
@@ -186,7 +221,18 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).map_or(50_000, |s| s.parse().expect("entries"));
     let reps: usize = args.get(2).map_or(3, |s| s.parse().expect("reps"));
-    let keys = urls(n);
+    let mut keys = urls(n);
+    let mut paths = 0;
+    if args.get(3).is_some_and(|a| a == "paths") {
+        let seen: std::collections::HashSet<Vec<u8>> = keys.iter().cloned().collect();
+        let extra: Vec<Vec<u8>> = installed_paths()
+            .into_iter()
+            .filter(|p| !seen.contains(p))
+            .collect();
+        paths = extra.len();
+        keys.extend(extra);
+    }
+    let (urls_n, n) = (n, keys.len());
     let key_bytes: usize = keys.iter().map(Vec::len).sum();
     let long = keys.iter().filter(|k| k.len() > 256).count();
     let payload = (key_bytes + n * (8 + 16)) as f64;
@@ -197,9 +243,9 @@ fn main() {
         ("std BTreeMap", std_btree),
     ];
     println!(
-        "{n} URL-like keys of 100..2000 bytes ({} bytes on average, {long} over 256 bytes), \
-         8-byte values; {reps} interleaved repetitions, medians; memory = bytes in use / \
-         (key + value bytes + 16 per entry)",
+        "{urls_n} URL-like keys of 100..2000 bytes and {paths} installed file paths ({} bytes \
+         on average, {long} over 256 bytes), 8-byte values; {reps} interleaved repetitions, \
+         medians; memory = bytes in use / (key + value bytes + 16 per entry)",
         key_bytes / n
     );
     println!(

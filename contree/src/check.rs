@@ -7,7 +7,7 @@
 //! exactly the separators around them, and space accounting inside the page. It also checks
 //! that the number of entries equals `len()` and that every allocated page is reachable.
 
-use crate::blob;
+use crate::blob::{self, Place, Stub};
 use crate::engine::TreeCore;
 use crate::long_key;
 use crate::node::{common_prefix, inline_key_max, prefix_cap, Layout, Node};
@@ -20,9 +20,12 @@ struct Walk<'t> {
     rightmost_leaf: Option<PageId>,
     pages: usize,
     entries: usize,
+    /// Chain pages named by stubs.
     blob_pages: HashSet<PageId>,
-    /// Stored forms of long keys found, by the first page of their blob.
-    key_blobs: HashMap<PageId, u32>,
+    /// Heap chunks named by value stubs and key blobs, with their lengths.
+    chunks: HashMap<(PageId, u16), usize>,
+    /// Stored forms of long keys found, by their stub.
+    key_blobs: HashMap<Stub, u32>,
 }
 
 impl Walk<'_> {
@@ -43,37 +46,97 @@ impl Walk<'_> {
         if key[..head] != stored[..head] {
             return Err(format!("{here}: long key {stub:?} differs from its blob"));
         }
-        *self.key_blobs.entry(stub.first).or_default() += 1;
+        *self.key_blobs.entry(stub).or_default() += 1;
         Ok(key)
     }
 
     /// Checks that every key blob's reference count is the number of stored forms that
-    /// name it, and counts its pages as reachable.
+    /// name it, and records its chunk or pages.
     fn key_blobs(&mut self) -> Result<(), String> {
         let size = self.tree.config().page_size;
-        let blobs: Vec<(PageId, u32)> = self.key_blobs.iter().map(|(&p, &n)| (p, n)).collect();
-        for (pid, named) in blobs {
-            let refs = self.tree.key_refs_of(pid);
+        let head = crate::node::long_head(size);
+        let blobs: Vec<(Stub, u32)> = self.key_blobs.iter().map(|(&s, &n)| (s, n)).collect();
+        for (stub, named) in blobs {
+            let refs = {
+                let st = self.tree.heap_lock();
+                self.tree.key_refs_of(&st, stub)
+            };
             if refs != named {
                 return Err(format!(
-                    "key blob {pid}: count {refs}, named by {named} stored forms"
+                    "key blob {stub:?}: count {refs}, named by {named} stored forms"
                 ));
             }
-            for p in self.tree.chain_of(pid, size) {
-                if !self.blob_pages.insert(p) {
-                    return Err(format!("key blob {pid}: page {p} named twice"));
+            self.named(&format!("key blob {stub:?}"), stub.at, stub.len - head + 4)?;
+        }
+        Ok(())
+    }
+
+    /// Records the blob of `len` bytes at `at` as named (once), counting a chain's pages.
+    fn named(&mut self, here: &str, at: Place, len: usize) -> Result<(), String> {
+        let size = self.tree.config().page_size;
+        match at {
+            Place::Chunk(pid, slot) => {
+                if !self.tree.in_heap(len) {
+                    return Err(format!("{here}: a chunk of {len} bytes"));
                 }
-                self.pages += 1;
+                if self.chunks.insert((pid, slot), len).is_some() {
+                    return Err(format!("{here}: chunk {pid}/{slot} named twice"));
+                }
+            }
+            Place::Chain(first) => {
+                if self.tree.in_heap(len) {
+                    return Err(format!("{here}: a chain of {len} bytes"));
+                }
+                let ids = blob::chain_pages(self.tree.directory(), size, first, len)
+                    .map_err(|_| format!("{here}: names an unmapped blob page"))?;
+                if ids.len() != blob::pages_for(len, size) {
+                    return Err(format!("{here}: blob of {} pages", ids.len()));
+                }
+                for pid in ids {
+                    if !self.blob_pages.insert(pid) {
+                        return Err(format!("{here}: blob page {pid} named twice"));
+                    }
+                    self.pages += 1;
+                }
             }
         }
         Ok(())
     }
 
-    /// Checks the out-of-line values of `leaf`: each stub names a chain of exactly the
-    /// pages its length needs, longer than an inline value may be, and no page is named
-    /// twice in the tree; the pages count as reachable.
+    /// Checks the heap: every live chunk is named, with its length, and nothing else; its
+    /// pages count as reachable.
+    fn heap(&mut self) -> Result<(), String> {
+        let live = self.tree.heap_chunks()?;
+        let mut pages = HashSet::new();
+        for (chunk, len) in &live {
+            match self.chunks.get(chunk) {
+                Some(named) if named == len => {}
+                Some(named) => {
+                    return Err(format!(
+                        "heap chunk {chunk:?} of {len} bytes named with {named}"
+                    ))
+                }
+                None => return Err(format!("heap chunk {chunk:?} named by no stub")),
+            }
+            pages.insert(chunk.0);
+        }
+        if live.len() != self.chunks.len() {
+            return Err(format!(
+                "{} chunks named but {} live in the heap",
+                self.chunks.len(),
+                live.len()
+            ));
+        }
+        self.pages += self.tree.heap_lock().page_count();
+        if pages.len() != self.tree.heap_lock().page_count() {
+            return Err("an empty heap page".into());
+        }
+        Ok(())
+    }
+
+    /// Checks the out-of-line values of `leaf`: each stub names a blob of its length,
+    /// longer than an inline value may be, named by no other stub.
     fn blobs(&mut self, here: &str, leaf: &Node) -> Result<(), String> {
-        let size = self.tree.config().page_size;
         for i in 0..leaf.count() {
             let stub = leaf
                 .stub(i)
@@ -85,17 +148,7 @@ impl Walk<'_> {
                     stub.len
                 ));
             }
-            let ids = blob::pages_of(self.tree.directory(), size, stub)
-                .map_err(|_| format!("{here}: entry {i} names an unmapped blob page"))?;
-            if ids.len() != blob::pages_for(stub.len, size) {
-                return Err(format!("{here}: entry {i}: blob of {} pages", ids.len()));
-            }
-            for pid in ids {
-                if !self.blob_pages.insert(pid) {
-                    return Err(format!("{here}: entry {i}: blob page {pid} named twice"));
-                }
-                self.pages += 1;
-            }
+            self.named(&format!("{here}: entry {i}"), stub.at, stub.len)?;
         }
         Ok(())
     }
@@ -232,10 +285,12 @@ impl TreeCore {
             pages: 0,
             entries: 0,
             blob_pages: HashSet::new(),
+            chunks: HashMap::new(),
             key_blobs: HashMap::new(),
         };
         walk.node(self.root_id(), None, None, None)?;
         walk.key_blobs()?;
+        walk.heap()?;
         if walk.entries != self.len() {
             return Err(format!(
                 "{} entries in leaves but len() is {}",

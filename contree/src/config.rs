@@ -79,6 +79,12 @@ pub struct Config {
     /// reserve. A returned page costs a page fault when it is reused. No effect elsewhere
     /// than Linux. Default on.
     pub return_memory: bool,
+    /// The blob heap: out-of-line bytes shorter than a page (values longer than
+    /// [`max_inline_value_len`](Self::max_inline_value_len), the rests of keys longer than
+    /// [`max_inline_key_len`](Self::max_inline_key_len)) are packed many to a page, so that
+    /// each costs its length plus 4 to 8 bytes. Off: each takes a chain of whole pages (a
+    /// 300-byte key rest costs a page). Default on.
+    pub blob_heap: bool,
 }
 
 impl Default for Config {
@@ -96,6 +102,7 @@ impl Default for Config {
             fill_target: 0.9,
             space_manager_share: 0.02,
             return_memory: true,
+            blob_heap: true,
         }
     }
 }
@@ -114,11 +121,12 @@ impl Config {
     }
 
     /// The longest key a node holds whole (a sixteenth of a page: 256 bytes on the default
-    /// 4 KiB page). A longer key is stored in a blob of whole pages from the tree's page pool
-    /// (counted in `max_memory`, `ceil(len / (page_size - 16))` pages), and the nodes that
-    /// name it (its leaf entry, and separators and fences made from it) hold its first
-    /// `max_inline_key_len() - 7` bytes and an 8-byte reference to the blob. Searches read
-    /// the blob only when their key shares those first bytes, and validate as for every read.
+    /// 4 KiB page). A longer key keeps its first `max_inline_key_len() - 7` bytes in the nodes
+    /// that name it (its leaf entry, and separators and fences made from it), with an 8-byte
+    /// reference to the rest, which lives out of line in the tree's blob heap (many rests
+    /// packed into each page of the tree's pool, 8 bytes of overhead each) or, past a page,
+    /// in a chain of whole pages; both count in `max_memory`. Searches compare the rest only
+    /// when their key shares those first bytes, and validate as for every read.
     ///
     /// ```
     /// let config = contree::Config::default();
@@ -141,10 +149,12 @@ impl Config {
     }
 
     /// The longest value a leaf holds inside its page (a quarter of a page: 1 KiB on the
-    /// default 4 KiB page). A longer value is stored out of line, in whole pages from the
-    /// tree's page pool (counted in `max_memory`) chained behind an 8-byte stub in its leaf:
-    /// `ceil(len / (page_size - 16))` pages. Reads copy it page by page and validate its
-    /// leaf, as they do for inline values.
+    /// default 4 KiB page). A longer value is stored out of line behind an 8-byte stub in its
+    /// leaf: in the tree's blob heap if it fits a page with 28 bytes to spare (many values
+    /// packed into each page, 4 bytes of overhead each), else in a chain of
+    /// `ceil(len / (page_size - 16))` whole pages; both come from the tree's page pool and
+    /// count in `max_memory`. Reads copy it and validate its leaf, as they do for inline
+    /// values.
     ///
     /// ```
     /// let config = contree::Config::default();

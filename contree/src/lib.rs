@@ -47,6 +47,7 @@ mod check;
 mod config;
 mod engine;
 mod error;
+mod heap;
 mod long_key;
 mod node;
 mod ops;

@@ -1,7 +1,8 @@
 //! A snapshot of the tree's shape, space use and event counters, and [`Tree::stats`] that
 //! takes it.
 
-use crate::blob;
+use crate::blob::{self, Place};
+use crate::long_key;
 use crate::sync::Counter;
 use crate::Tree;
 use std::sync::atomic::Ordering;
@@ -23,8 +24,20 @@ pub struct Stats {
     /// Values stored out of line (longer than
     /// [`Config::max_inline_value_len`](crate::Config::max_inline_value_len)).
     pub out_of_line_values: usize,
-    /// Pages holding out-of-line values (not counted in `fill_factor`).
+    /// Keys stored out of line in part (longer than
+    /// [`Config::max_inline_key_len`](crate::Config::max_inline_key_len)) in the leaves.
+    pub out_of_line_keys: usize,
+    /// Pages holding out-of-line bytes (not counted in `fill_factor`): the blob heap's
+    /// pages and the page chains of values and key rests too long for a heap page.
     pub blob_pages: usize,
+    /// The blob heap's pages (part of `blob_pages`): out-of-line values and key rests shorter
+    /// than a page, packed many to a page.
+    pub heap_pages: usize,
+    /// Bytes of the live chunks in the blob heap, to compare with
+    /// `heap_pages * page_size`.
+    pub heap_bytes: usize,
+    /// Heap pages packed (their chunks moved together) to make room for a new chunk.
+    pub heap_packs: u64,
     /// Page bytes in use (pages held by the tree times the page size); freed pages that
     /// wait for reuse are not counted.
     pub bytes_allocated: usize,
@@ -97,10 +110,14 @@ impl Tree {
             xmerge_attempts: core.events.xmerge_attempts.load(Ordering::Relaxed),
             xmerges: core.events.xmerges.load(Ordering::Relaxed),
             pages_freed: core.events.pages_freed.load(Ordering::Relaxed),
+            heap_packs: core.events.heap_packs.load(Ordering::Relaxed),
             ..Stats::default()
         };
         (s.bytes_free, s.bytes_returned) = core.pool_free_bytes();
         let mut used = 0usize;
+        let size = core.config().page_size;
+        let long_keys = core.has_long_keys();
+        let mut key_chains = std::collections::HashSet::new();
         let root = core.root_id();
         let mut stack = vec![(root, u16::MAX)];
         while let Some((pid, expect_level)) = stack.pop() {
@@ -114,13 +131,29 @@ impl Tree {
             }
             s.height = s.height.max(level as usize + 1);
             used += node.used_space();
+            if long_keys {
+                // A key blob is named by its entry, separators and fences, and may outlive
+                // its entry: count each chain once.
+                let mut stubs = Vec::new();
+                let _ = long_key::refs_in(&node, &mut stubs);
+                key_chains.extend(
+                    stubs
+                        .into_iter()
+                        .filter(|b| matches!(b.at, Place::Chain(_))),
+                );
+            }
             if level == 0 {
                 s.leaf_pages += 1;
                 for i in 0..node.count() {
                     if let Ok(Some(stub)) = node.stub(i) {
                         s.out_of_line_values += 1;
-                        s.blob_pages += blob::pages_for(stub.len, core.config().page_size);
+                        if let Place::Chain(_) = stub.at {
+                            s.blob_pages += blob::pages_for(stub.len, size);
+                        }
                     }
+                }
+                if long_keys {
+                    s.out_of_line_keys += long_key::long_entries(&node).unwrap_or(0);
                 }
             } else {
                 s.inner_pages += 1;
@@ -131,6 +164,12 @@ impl Tree {
                 }
             }
         }
+        s.blob_pages += key_chains
+            .iter()
+            .map(|b| blob::pages_for(long_key::blob_len(b.len, size).unwrap_or(0), size))
+            .sum::<usize>();
+        (s.heap_pages, s.heap_bytes) = core.heap_usage();
+        s.blob_pages += s.heap_pages;
         let pages = s.leaf_pages + s.inner_pages;
         if pages > 0 {
             s.fill_factor = used as f64 / (pages * core.config().page_size) as f64;

@@ -37,7 +37,7 @@ fn value(seed: u32, len: usize) -> Vec<u8> {
 }
 
 /// The value lengths the racing writers write.
-const RACE_LENGTHS: [usize; 6] = [10, 1000, 1025, 5000, 9000, 20_000];
+const RACE_LENGTHS: [usize; 9] = [10, 1000, 1025, 1800, 2900, 4000, 5000, 9000, 20_000];
 
 /// Checks that `v` has a length the racing writers write and is `value(seed, v.len())` for
 /// the seed in its first four bytes.
@@ -131,13 +131,27 @@ fn large_values_round_trip_at_every_page_size() {
         let inline = tree.config().max_inline_value_len();
         let out = oracle.values().filter(|v| v.len() > inline).count();
         assert_eq!(stats.out_of_line_values, out, "page size {page_size}");
-        let pages: usize = oracle
+        // Values that fit a heap page (24 bytes of header, 4 of slot) are heap chunks,
+        // packed many to a page; longer ones take chains of whole pages.
+        let (chunked, chained): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) = oracle
             .values()
             .filter(|v| v.len() > inline)
+            .partition(|v| v.len() + 28 <= page_size);
+        let chain_pages: usize = chained
+            .iter()
             .map(|v| v.len().div_ceil(page_size - 16))
             .sum();
-        assert_eq!(stats.blob_pages, pages);
-        assert!(stats.bytes_allocated >= pages * page_size);
+        let heap_bytes: usize = chunked.iter().map(|v| v.len()).sum();
+        assert_eq!(stats.heap_bytes, heap_bytes, "page size {page_size}");
+        assert_eq!(stats.blob_pages, chain_pages + stats.heap_pages);
+        // Best fit packs the chunks: at most one page's worth of slack per chunk size.
+        let packed = (heap_bytes + 4 * chunked.len()).div_ceil(page_size - 24);
+        assert!(
+            stats.heap_pages <= packed + 3,
+            "{} heap pages for {heap_bytes} bytes (page size {page_size})",
+            stats.heap_pages
+        );
+        assert!(stats.bytes_allocated >= (chain_pages + stats.heap_pages) * page_size);
         assert_reads(&tree, &oracle);
 
         // Replace every value with one of another length: in and out of line, both ways.
@@ -388,10 +402,15 @@ fn readers_never_see_torn_or_freed_values() {
     tree.check_invariants().unwrap();
     let stats = tree.stats();
     let inline = tree.config().max_inline_value_len();
-    let pages: usize = tree
-        .range(..)
-        .filter(|(_, v)| v.len() > inline)
-        .map(|(_, v)| v.len().div_ceil(4096 - 16))
-        .sum();
-    assert_eq!(stats.blob_pages, pages);
+    // Chains for values past a heap page (24 bytes of header, 4 of slot), chunks below.
+    let (mut chain_pages, mut heap_bytes) = (0, 0);
+    for (_, v) in tree.range(..).filter(|(_, v)| v.len() > inline) {
+        if v.len() + 28 <= 4096 {
+            heap_bytes += v.len();
+        } else {
+            chain_pages += v.len().div_ceil(4096 - 16);
+        }
+    }
+    assert_eq!(stats.heap_bytes, heap_bytes);
+    assert_eq!(stats.blob_pages, chain_pages + stats.heap_pages);
 }

@@ -22,6 +22,7 @@
 
 pub(crate) mod descent;
 
+use crate::blob::Place;
 use crate::config::Config;
 use crate::error::Error;
 use crate::node::raw::RawPage;
@@ -58,6 +59,8 @@ pub(crate) struct Events {
     pub xmerge_attempts: AtomicU64,
     pub xmerges: AtomicU64,
     pub pages_freed: AtomicU64,
+    /// Heap pages packed to make room for a chunk (`heap`).
+    pub heap_packs: AtomicU64,
     /// Every change of an inner node bumps it (`smo::inner`); upper-level replicas compare
     /// it to know whether they are current.
     pub inner_changes: AtomicU64,
@@ -95,8 +98,9 @@ pub(crate) struct TreeCore {
     /// Whether a long key was ever stored (`long_key`): structure changes count stored
     /// forms only then.
     pub(crate) long_keys: AtomicBool,
-    /// Held while the reference count of a key blob changes (`long_key`).
-    pub(crate) key_refs: Mutex<()>,
+    /// The blob heap's index of its pages; also held while the reference count of a key
+    /// blob changes (`heap`, `long_key`).
+    pub(crate) heap: Mutex<crate::heap::HeapState>,
 }
 
 impl TreeCore {
@@ -133,7 +137,7 @@ impl TreeCore {
             deferred: Deferred::default(),
             space_gate: Mutex::new(()),
             long_keys: AtomicBool::new(false),
-            key_refs: Mutex::new(()),
+            heap: Mutex::default(),
         };
         tree.events.pages_held.store(1, Ordering::Relaxed);
         {
@@ -341,7 +345,8 @@ impl Drop for TreeCore {
             return;
         }
         let mut stack = vec![self.root_id()];
-        // Key blobs are named by stored forms in several nodes: each is freed once.
+        // Key blobs are named by stored forms in several nodes: each is freed once. Heap
+        // chunks go with their pages, at the end.
         let mut key_blobs = Vec::new();
         while let Some(pid) = stack.pop() {
             if let Ok((node, _)) = self.page(pid) {
@@ -353,7 +358,9 @@ impl Drop for TreeCore {
                 } else {
                     for i in 0..node.count() {
                         if let Ok(Some(stub)) = node.stub(i) {
-                            self.free_blob(stub);
+                            if let Place::Chain(_) = stub.at {
+                                self.free_blob(stub);
+                            }
                         }
                     }
                 }
@@ -362,11 +369,14 @@ impl Drop for TreeCore {
         }
         key_blobs.sort_unstable();
         key_blobs.dedup();
-        let size = self.config.page_size;
-        for first in key_blobs {
-            let ids = self.chain_of(first, size);
-            self.free_pages(&ids);
+        let mut heap = std::mem::take(self.heap.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for stub in key_blobs {
+            if let Place::Chain(_) = stub.at {
+                self.free_key_blob(&mut heap, stub);
+            }
         }
+        let pages: Vec<PageId> = heap.pages().collect();
+        self.free_pages(&pages);
     }
 }
 

@@ -41,7 +41,7 @@ struct Applied {
     freed: Option<Stub>,
     /// The blob of a long key whose stored form the edit removed (released once the leaf's
     /// latch is released).
-    freed_key: Option<crate::page::PageId>,
+    freed_key: Option<Stub>,
 }
 
 /// The value of a `Put`: bytes (written out of line here when they are too long to stay
@@ -156,9 +156,9 @@ fn put_out_of_line<V: AsRef<[u8]>>(
 
 /// The blob of the long key stored at `pos` of the latched leaf `node`.
 #[cold]
-fn stored_key_blob(core: &TreeCore, node: &NodeMut<'_>, pos: usize) -> Option<crate::page::PageId> {
+fn stored_key_blob(core: &TreeCore, node: &NodeMut<'_>, pos: usize) -> Option<Stub> {
     let stored = node.key(pos).expect("a latched leaf");
-    crate::long_key::stub_of(&stored, core.config().page_size).map(|s| s.first)
+    crate::long_key::stub_of(&stored, core.config().page_size)
 }
 
 impl Tree {
@@ -283,8 +283,8 @@ impl Tree {
                     if let Some(stub) = applied.freed {
                         core.free_blob(stub);
                     }
-                    if let Some(pid) = applied.freed_key {
-                        core.release_keys(&[pid]);
+                    if let Some(stub) = applied.freed_key {
+                        core.release_keys(&[stub]);
                     }
                     if applied.delta != 0 {
                         core.counters.add(Counter::Len, applied.delta as i64);

@@ -148,7 +148,7 @@ impl TreeCore {
         &self,
         key: &[u8],
         level: u16,
-        lost: &mut Vec<PageId>,
+        lost: &mut Vec<crate::blob::Stub>,
     ) -> Result<MergeOutcome, Restart> {
         let (here, above) = self.nowait_descend(Target::Key(key, level))?;
         let Above::Parent(parent, pos) = above else {

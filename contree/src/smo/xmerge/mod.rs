@@ -259,7 +259,7 @@ impl TreeCore {
         lo: usize,
         latched: &mut [(PageId, Node, ExclusiveGuard)],
         chunks: &[(usize, usize)],
-    ) -> (usize, Vec<PageId>) {
+    ) -> (usize, Vec<crate::blob::Stub>) {
         let nodes: Vec<Node> = latched.iter().map(|m| m.1).collect();
         let mut refs = KeyRefs::new(self);
         for n in nodes.iter().chain([&pnode.node()]) {
