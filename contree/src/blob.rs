@@ -261,6 +261,8 @@ impl TreeCore {
         let ids = self
             .allocate(pages_for(len, size))
             .ok_or_else(|| self.out_of_space())?;
+        // As in `heap_alloc`: earlier releases are ordered before the writes below.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let (mut part, mut at) = (0, 0);
         for (i, &pid) in ids.iter().enumerate() {
             let page = raw_page(self.directory(), size, pid).expect("an allocated page");
@@ -325,17 +327,10 @@ impl TreeCore {
     /// The value `stub` names, read by a thread that holds its leaf latched (or otherwise
     /// excludes writers).
     pub(crate) fn blob_value(&self, stub: Stub) -> Vec<u8> {
-        let mut out = Vec::new();
-        loop {
-            // A heap chunk's page may be packed right now (a restart): read again.
-            match read(self.directory(), self.config().page_size, stub, &mut out) {
-                Ok(()) => return out,
-                Err(Restart) => {
-                    out.clear();
-                    std::thread::yield_now();
-                }
-            }
-        }
+        crate::heap::settled(|| {
+            let mut out = Vec::new();
+            read(self.directory(), self.config().page_size, stub, &mut out).map(|()| out)
+        })
     }
 
     /// The first `N` bytes of the blob of `len` bytes at `at`: bytes that no optimistic

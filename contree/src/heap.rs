@@ -179,6 +179,19 @@ pub(crate) fn compare(
     })
 }
 
+/// Runs `f`, a read of bytes that the caller holds latched (a node it latched, the stubs in
+/// it, the chunks they name), until it does not restart: such a read restarts only while
+/// another thread packs or writes a heap page it touches, which ends without waiting for
+/// anything this thread holds.
+pub(crate) fn settled<T>(mut f: impl FnMut() -> Result<T, Restart>) -> T {
+    loop {
+        match f() {
+            Ok(t) => return t,
+            Err(Restart) => std::thread::yield_now(),
+        }
+    }
+}
+
 /// Free bytes of a heap page: all but the header, the slots and the live chunks.
 fn free_of(page: &RawPage) -> u32 {
     let slots = u16_of(page, SLOTS).expect("a heap page");
@@ -271,6 +284,10 @@ impl TreeCore {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         start -= len;
+        // Orders this thread's view of earlier releases (the unlatch that removed the stub
+        // of whatever these bytes held before) before the writes below, so that a stale
+        // reader that reads them validates a version that moved (`tests/loom_latch.rs`, f').
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         let mut at = start;
         for part in parts {
             // SAFETY: `start..start + len` is free space of a page this thread owns under

@@ -14,7 +14,12 @@
 //!   held the latch since the snapshot, and succeeds when none did (also `upgrade_shared`,
 //!   `try_upgrade_exclusive`, `try_exclusive`, `try_optimistic`);
 //! * (e) with a parking lot modelled on loom's `Mutex` and `Condvar` (`check_parking`),
-//!   waiters that go to sleep are always woken: a lost wake-up is a loom deadlock.
+//!   waiters that go to sleep are always woken: a lost wake-up is a loom deadlock;
+//! * (f) the blob heap's read protocol (`contree/src/heap.rs`): a reader that validates the
+//!   heap page's latch never accepts a chunk torn by a pack that moves it, and a reader that
+//!   validates the leaf's latch never accepts the bytes of a chunk that was freed after the
+//!   stub left the leaf and then reused by another thread, which writes them after a release
+//!   fence (as `heap_alloc` does).
 //!
 //! Each model uses a preemption bound (`LOOM_MAX_PREEMPTIONS` overrides it) so that the
 //! whole file finishes in seconds. Run: `cargo test -p contree --test loom_latch`.
@@ -621,5 +626,110 @@ fn parked_writer_is_woken_by_last_reader() {
         reader.join().unwrap();
         assert_eq!(latch.version(), 1);
         assert!(!latch.is_exclusive());
+    });
+}
+
+/// The blob heap's shared state in the models of (f): a leaf whose latch guards the stub
+/// (the slot it names, or `NONE`), and a heap page whose latch guards chunk moves, with its
+/// slot offsets and four data cells (a chunk is two cells). Heap changes (packs, frees,
+/// allocations) are serialised by `mutex`, as by the tree's heap mutex.
+struct Heap {
+    leaf: HybridLatch,
+    stub: AtomicU64,
+    page: HybridLatch,
+    slot: AtomicU64,
+    cells: [AtomicU64; 4],
+    mutex: loom::sync::Mutex<bool>,
+}
+
+const NONE: u64 = u64::MAX;
+
+impl Heap {
+    /// Slot 0 at cells 0..2 holding the chunk `(7, 7)`, named by the leaf.
+    fn new() -> Arc<Heap> {
+        Arc::new(Heap {
+            leaf: new_latch(),
+            stub: AtomicU64::new(0),
+            page: new_latch(),
+            slot: AtomicU64::new(0),
+            cells: [7, 7, 0, 0].map(AtomicU64::new),
+            mutex: loom::sync::Mutex::new(false),
+        })
+    }
+
+    /// An optimistic read of the chunk the leaf names, as `heap::read` under a leaf read:
+    /// `Some(cells)` only if both latches validate.
+    fn read(&self) -> Option<(u64, u64)> {
+        let leaf = self.leaf.optimistic();
+        if self.stub.load(Ordering::Relaxed) == NONE {
+            return None;
+        }
+        let page = self.page.try_optimistic()?;
+        let off = self.slot.load(Ordering::Relaxed) as usize;
+        if off > 2 {
+            return None; // bounds-checked: a garbage offset restarts
+        }
+        let a = self.cells[off].load(Ordering::Relaxed);
+        let b = self.cells[off + 1].load(Ordering::Relaxed);
+        page.validate().ok()?;
+        leaf.validate().ok()?;
+        Some((a, b))
+    }
+}
+
+/// (f) A pack moves the chunk to cells 2..4 under the page's latch: a reader that validates
+/// saw it whole, at either place.
+#[test]
+fn heap_reader_never_accepts_a_chunk_torn_by_a_pack() {
+    check(|| {
+        let heap = Heap::new();
+        let h = heap.clone();
+        let packer = thread::spawn(move || {
+            let _m = h.mutex.lock().unwrap();
+            let _x = h.page.exclusive();
+            for i in 0..2 {
+                let v = h.cells[i].load(Ordering::Relaxed);
+                h.cells[2 + i].store(v, Ordering::Relaxed);
+            }
+            h.slot.store(2, Ordering::Relaxed);
+            // The old cells are free space now: a later chunk may take them.
+            h.cells[0].store(9, Ordering::Relaxed);
+        });
+        if let Some(cells) = heap.read() {
+            assert_eq!(cells, (7, 7), "a validated read saw a torn chunk");
+        }
+        packer.join().unwrap();
+    });
+}
+
+/// (f') The stub leaves the leaf under its latch and the chunk is freed after the unlatch;
+/// another thread then allocates the freed bytes and writes `(9, 9)` after a release fence.
+/// A reader that validates both latches saw the old chunk whole.
+#[test]
+fn heap_reader_never_accepts_a_freed_and_reused_chunk() {
+    check(|| {
+        let heap = Heap::new();
+        let h = heap.clone();
+        let remover = thread::spawn(move || {
+            {
+                let _x = h.leaf.exclusive();
+                h.stub.store(NONE, Ordering::Relaxed);
+            }
+            *h.mutex.lock().unwrap() = true; // the chunk is free
+        });
+        let h = heap.clone();
+        let reuser = thread::spawn(move || {
+            let free = h.mutex.lock().unwrap();
+            if *free {
+                loom::sync::atomic::fence(Ordering::Release);
+                h.cells[0].store(9, Ordering::Relaxed);
+                h.cells[1].store(9, Ordering::Relaxed);
+            }
+        });
+        if let Some(cells) = heap.read() {
+            assert_eq!(cells, (7, 7), "a validated read saw a reused chunk");
+        }
+        remover.join().unwrap();
+        reuser.join().unwrap();
     });
 }

@@ -19,10 +19,12 @@ impl TreeCore {
     /// Adds separator `sep` (a key as nodes store it: the stored form of a long key) with
     /// left child `left` to the latched parent; the caller checked that it fits.
     pub(crate) fn add_separator(&self, parent: &mut NodeMut, sep: &[u8], left: PageId) {
-        let mut key = sep.to_vec();
         // The position is found by the whole key (the caller holds the node that names it).
-        crate::long_key::expand(&mut key, self.directory()).expect("a latched node's key");
-        let (pos, found) = parent.lower_bound(&key, self.directory()).expect("latched");
+        let key = crate::heap::settled(|| {
+            let mut key = sep.to_vec();
+            crate::long_key::expand(&mut key, self.directory()).map(|()| key)
+        });
+        let (pos, found) = crate::heap::settled(|| parent.lower_bound(&key, self.directory()));
         debug_assert!(!found);
         let ok = parent.insert_entry(pos, sep, &left.to_ne_bytes());
         assert!(ok, "separator must fit: checked before the split");
