@@ -295,21 +295,20 @@ impl TreeCore {
         })
     }
 
-    /// Overwrites bytes `from..from + bytes.len()` of the blob of `len` bytes at `at`. The
+    /// Overwrites the first `bytes.len()` bytes of the blob of `len` bytes at `at`. The
     /// caller owns the blob: it holds the exclusive latch of the leaf that names it (or the
     /// heap mutex, for a key blob's count).
-    pub(crate) fn overwrite_bytes(&self, at: Place, len: usize, from: usize, bytes: &[u8]) {
-        assert!(from + bytes.len() <= len, "a write inside the blob");
+    pub(crate) fn overwrite_bytes(&self, at: Place, len: usize, bytes: &[u8]) {
+        assert!(bytes.len() <= len, "a write inside the blob");
         let size = self.config().page_size;
         match at {
-            Place::Chunk(pid, slot) => self.heap_overwrite((pid, slot), len, from, bytes),
+            Place::Chunk(pid, slot) => self.heap_overwrite((pid, slot), len, bytes),
             Place::Chain(first) => walk(self.directory(), size, first, len, |_, page, done, n| {
-                let lo = from.max(done);
-                let hi = (from + bytes.len()).min(done + n);
-                if lo < hi {
+                let end = bytes.len().min(done + n);
+                if done < end {
                     // SAFETY: the caller owns the blob: no other thread writes it, and
                     // readers validate the version of the node that names it afterwards.
-                    unsafe { write_at(&page, DATA + lo - done, &bytes[lo - from..hi - from]) };
+                    unsafe { write_at(&page, DATA, &bytes[done..end]) };
                 }
                 Ok(())
             })
@@ -321,7 +320,7 @@ impl TreeCore {
     /// the exclusive latch of the leaf that holds the stub.
     pub(crate) fn overwrite_blob(&self, stub: Stub, value: &[u8]) {
         assert_eq!(stub.len, value.len(), "an in-place write keeps the length");
-        self.overwrite_bytes(stub.at, stub.len, 0, value);
+        self.overwrite_bytes(stub.at, stub.len, value);
     }
 
     /// The value `stub` names, read by a thread that holds its leaf latched (or otherwise
@@ -342,7 +341,7 @@ impl TreeCore {
         len: usize,
     ) -> [u8; N] {
         match at {
-            Place::Chunk(pid, slot) => self.heap_bytes(st, (pid, slot), len, 0),
+            Place::Chunk(pid, slot) => self.heap_bytes(st, (pid, slot), len),
             Place::Chain(first) => {
                 assert!(
                     N <= len.min(payload(self.config().page_size)),
@@ -361,8 +360,8 @@ impl TreeCore {
     /// optimistic reader reads (a key blob's count), written under the heap mutex `st`.
     pub(crate) fn write_unread(&self, st: &mut HeapState, at: Place, len: usize, bytes: &[u8]) {
         match at {
-            Place::Chunk(pid, slot) => self.heap_write_unread(st, (pid, slot), len, 0, bytes),
-            Place::Chain(_) => self.overwrite_bytes(at, len, 0, bytes),
+            Place::Chunk(pid, slot) => self.heap_write_unread(st, (pid, slot), len, bytes),
+            Place::Chain(_) => self.overwrite_bytes(at, len, bytes),
         }
     }
 

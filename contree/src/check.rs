@@ -54,7 +54,6 @@ impl Walk<'_> {
     /// name it, and records its chunk or pages.
     fn key_blobs(&mut self) -> Result<(), String> {
         let size = self.tree.config().page_size;
-        let head = crate::node::long_head(size);
         let blobs: Vec<(Stub, u32)> = self.key_blobs.iter().map(|(&s, &n)| (s, n)).collect();
         for (stub, named) in blobs {
             let refs = {
@@ -66,7 +65,9 @@ impl Walk<'_> {
                     "key blob {stub:?}: count {refs}, named by {named} stored forms"
                 ));
             }
-            self.named(&format!("key blob {stub:?}"), stub.at, stub.len - head + 4)?;
+            let len = long_key::blob_len(stub.len, size)
+                .map_err(|_| format!("key blob {stub:?}: a key of {} bytes", stub.len))?;
+            self.named(&format!("key blob {stub:?}"), stub.at, len)?;
         }
         Ok(())
     }

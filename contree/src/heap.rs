@@ -115,6 +115,18 @@ fn slot_of(page: &RawPage, slot: usize) -> Result<(usize, usize), Restart> {
     Ok((u16_of(page, at)?, u16_of(page, at + 2)?))
 }
 
+/// Writes `bytes` over the start of the live chunk `slot` of `page` (of `len` bytes).
+///
+/// # Safety
+/// The caller owns the chunk's bytes: it excludes other writers, and optimistic readers of
+/// them either fail validation (the page's latch is held) or never read them.
+unsafe fn write_start(page: &RawPage, slot: u16, len: usize, bytes: &[u8]) {
+    let off = locate(page, slot as usize, len).expect("a live heap chunk");
+    assert!(bytes.len() <= len, "a write inside its chunk");
+    // SAFETY: the caller's contract; `locate` checked the chunk lies in the page.
+    unsafe { put(page, off, bytes) };
+}
+
 /// The offset of chunk `slot` of `page`, checked to be a live chunk of `len` bytes inside
 /// the page.
 fn locate(page: &RawPage, slot: usize, len: usize) -> Result<usize, Restart> {
@@ -153,7 +165,7 @@ fn with_chunk<R>(
 pub(crate) fn read(
     dir: &Directory,
     page_size: usize,
-    (pid, slot): (PageId, u16),
+    (pid, slot): Chunk,
     len: usize,
     from: usize,
     out: &mut Vec<u8>,
@@ -168,7 +180,7 @@ pub(crate) fn read(
 pub(crate) fn compare(
     dir: &Directory,
     page_size: usize,
-    (pid, slot): (PageId, u16),
+    (pid, slot): Chunk,
     len: usize,
     from: usize,
     other: &[u8],
@@ -241,11 +253,7 @@ impl TreeCore {
     /// Writes the concatenation of `parts` into a new chunk and returns its page and slot,
     /// or fails with `OutOfSpace` (changing nothing) when a new page is needed and the budget
     /// does not allow it. The length [`fits`].
-    pub(crate) fn heap_alloc(
-        &self,
-        st: &mut HeapState,
-        parts: &[&[u8]],
-    ) -> Result<(PageId, u16), Error> {
+    pub(crate) fn heap_alloc(&self, st: &mut HeapState, parts: &[&[u8]]) -> Result<Chunk, Error> {
         let size = self.config().page_size;
         let len: usize = parts.iter().map(|p| p.len()).sum();
         assert!(fits(len, size), "a heap chunk fits a page");
@@ -313,7 +321,7 @@ impl TreeCore {
 
     /// Frees chunk `slot` of page `pid`, which no node names any more; a page left empty
     /// goes back to the pool.
-    pub(crate) fn heap_free(&self, st: &mut HeapState, (pid, slot): (PageId, u16)) {
+    pub(crate) fn heap_free(&self, st: &mut HeapState, (pid, slot): Chunk) {
         let (page, _) = self.heap_page(pid);
         let present = st.by_free.remove(&(free_of(&page), pid));
         assert!(present, "a chunk of a heap page");
@@ -339,56 +347,46 @@ impl TreeCore {
         st.by_free.insert((free_of(&page), pid));
     }
 
-    /// Writes `bytes` at `at` into the live chunk `slot` of page `pid` (of `len` bytes), under
-    /// the page's latch: the caller owns the chunk (it holds the node that names it latched).
-    pub(crate) fn heap_overwrite(
-        &self,
-        (pid, slot): (PageId, u16),
-        len: usize,
-        at: usize,
-        bytes: &[u8],
-    ) {
+    /// Writes `bytes` over the start of the live chunk `slot` of page `pid` (of `len`
+    /// bytes), under the page's latch: the caller owns the chunk (it holds the node that
+    /// names it latched).
+    pub(crate) fn heap_overwrite(&self, (pid, slot): Chunk, len: usize, bytes: &[u8]) {
         let (page, latch) = self.heap_page(pid);
         let _x = latch.exclusive();
-        let off = locate(&page, slot as usize, len).expect("a live heap chunk");
-        assert!(at + bytes.len() <= len, "a write inside its chunk");
         // SAFETY: the chunk is the caller's and the page's latch is held exclusively:
         // optimistic readers of these bytes fail validation.
-        unsafe { put(&page, off + at, bytes) };
+        unsafe { write_start(&page, slot, len, bytes) };
     }
 
-    /// Writes `bytes` at `at` into the live chunk `slot` of page `pid` (of `len` bytes): bytes
-    /// that no optimistic reader reads (a key chunk's count), changed under the heap mutex
-    /// `_st` (which also keeps the chunk in place), so the page's latch is left alone.
+    /// Writes `bytes` over the start of the live chunk `slot` of page `pid` (of `len`
+    /// bytes): bytes that no optimistic reader reads (a key chunk's count), changed under the
+    /// heap mutex `_st` (which also keeps the chunk in place), so the page's latch is left
+    /// alone.
     pub(crate) fn heap_write_unread(
         &self,
         _st: &mut HeapState,
-        (pid, slot): (PageId, u16),
+        (pid, slot): Chunk,
         len: usize,
-        at: usize,
         bytes: &[u8],
     ) {
         let (page, _) = self.heap_page(pid);
-        let off = locate(&page, slot as usize, len).expect("a live heap chunk");
-        assert!(at + bytes.len() <= len, "a write inside its chunk");
         // SAFETY: the heap mutex is held, so the chunk neither moves nor is freed, and these
         // bytes are read only under that mutex.
-        unsafe { put(&page, off + at, bytes) };
+        unsafe { write_start(&page, slot, len, bytes) };
     }
 
-    /// Bytes `from..from + N` of the live chunk `slot` of page `pid` (of `len` bytes), read
+    /// The first `N` bytes of the live chunk `slot` of page `pid` (of `len` bytes), read
     /// under the heap mutex `_st` by a thread that excludes writers of these bytes.
     pub(crate) fn heap_bytes<const N: usize>(
         &self,
         _st: &HeapState,
-        (pid, slot): (PageId, u16),
+        (pid, slot): Chunk,
         len: usize,
-        from: usize,
     ) -> [u8; N] {
         let (page, _) = self.heap_page(pid);
         let off = locate(&page, slot as usize, len).expect("a live heap chunk");
         let mut b = [0u8; N];
-        page.copy_to(off + from, &mut b).expect("a live heap chunk");
+        page.copy_to(off, &mut b).expect("a live heap chunk");
         b
     }
 

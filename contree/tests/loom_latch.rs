@@ -675,6 +675,18 @@ impl Heap {
         leaf.validate().ok()?;
         Some((a, b))
     }
+
+    /// Reads the chunk the leaf names: a read that validates saw `(7, 7)`, whatever `what`
+    /// (the other thread's change) did meanwhile.
+    fn read_sees_the_first_chunk(&self, what: &str) {
+        if let Some(cells) = self.read() {
+            assert_eq!(
+                cells,
+                (7, 7),
+                "a validated read saw a chunk changed by {what}"
+            );
+        }
+    }
 }
 
 /// (f) A pack moves the chunk to cells 2..4 under the page's latch: a reader that validates
@@ -695,9 +707,7 @@ fn heap_reader_never_accepts_a_chunk_torn_by_a_pack() {
             // The old cells are free space now: a later chunk may take them.
             h.cells[0].store(9, Ordering::Relaxed);
         });
-        if let Some(cells) = heap.read() {
-            assert_eq!(cells, (7, 7), "a validated read saw a torn chunk");
-        }
+        heap.read_sees_the_first_chunk("a pack");
         packer.join().unwrap();
     });
 }
@@ -726,9 +736,7 @@ fn heap_reader_never_accepts_a_freed_and_reused_chunk() {
                 h.cells[1].store(9, Ordering::Relaxed);
             }
         });
-        if let Some(cells) = heap.read() {
-            assert_eq!(cells, (7, 7), "a validated read saw a reused chunk");
-        }
+        heap.read_sees_the_first_chunk("a reuse");
         remover.join().unwrap();
         reuser.join().unwrap();
     });
