@@ -29,11 +29,25 @@ impl Node {
         if key.starts_with(&prefix) {
             return Ok(self.space_needed(key.len(), value_len, stub) <= self.free_space());
         }
-        let keep = common_prefix(&prefix, key);
+        let keep = self.shortened_prefix_len(&prefix, key);
         Ok(
             self.reprefixed_size(keep)? + stored_entry_space(key.len() - keep, value_len, stub)
                 <= self.page_size(),
         )
+    }
+
+    /// The prefix length a node whose prefix is `prefix` takes on to receive `key`, which
+    /// lacks it: their common prefix, one byte shorter on an edge of the tree (a node
+    /// missing a fence), where keys arrive in order (appends, prepends) and a prefix that
+    /// just fits the keys present would have to be cut again as soon as the key's last
+    /// differing byte carries over (every 256 dense integer keys; see [`edge_prefix_len`]).
+    fn shortened_prefix_len(&self, prefix: &[u8], key: &[u8]) -> usize {
+        let keep = common_prefix(prefix, key);
+        if self.is_edge() {
+            keep.saturating_sub(EDGE_SLACK)
+        } else {
+            keep
+        }
     }
 
     /// Bytes the node would use with its prefix shortened to `new_len` bytes.
@@ -47,6 +61,46 @@ impl Node {
             entries += e.space(e.suffix_len + grow);
         }
         Ok(node_size(new_len, fences, entries))
+    }
+}
+
+/// Copies `src` into `dst` (of the same length) with at most two word moves per copy of up
+/// to 16 bytes, where `copy_from_slice` calls the C library's `memcpy` for any length not
+/// known at compile time (most key rests and values are short). The second move of each
+/// case overlaps the first: it writes the same bytes again.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    assert_eq!(dst.len(), n, "a copy between slices of one length");
+    if n > 16 {
+        dst.copy_from_slice(src);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else if n > 0 {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
+}
+
+/// How many bytes a prefix that keys (not fences) decide is kept short of them on an edge
+/// of the tree. One byte turns a prefix rebuild every 256 dense appends into one every
+/// 65,536 for one byte more per entry in the two edge nodes of each level.
+const EDGE_SLACK: usize = 1;
+
+/// The prefix length (of `key`) an empty node with these fences adopts for its first key,
+/// `key`: the whole key inside the tree, where later keys shorten it if they must; on an edge
+/// (a fence missing) the common prefix of `key` and the fence it has, less [`EDGE_SLACK`],
+/// so that in-order keys (appends after a split at the node's end) keep it for long.
+fn edge_prefix_len(lower: Fence, upper: Fence, key: &[u8]) -> usize {
+    match (lower, upper) {
+        (Some(_), Some(_)) => key.len(),
+        (Some(f), None) | (None, Some(f)) => common_prefix(f, key).saturating_sub(EDGE_SLACK),
+        (None, None) => key.len().saturating_sub(EDGE_SLACK),
     }
 }
 
@@ -146,7 +200,13 @@ impl NodeMut<'_> {
             let upper = self.upper_fence().expect("writable");
             let upper_child = self.upper_child();
             let policy = self.policy_area();
-            self.init(self.level(), lower.as_deref(), upper.as_deref(), key);
+            let len = edge_prefix_len(lower.as_deref(), upper.as_deref(), key);
+            self.init(
+                self.level(),
+                lower.as_deref(),
+                upper.as_deref(),
+                &key[..len],
+            );
             self.set_upper_child(upper_child);
             self.set_policy_area(policy);
         }
@@ -173,7 +233,7 @@ impl NodeMut<'_> {
             if !self.fits_stored(key, value.len(), STUB).expect("writable") {
                 return false;
             }
-            let new_len = common_prefix(&self.prefix().expect("writable"), key);
+            let new_len = self.shortened_prefix_len(&self.prefix().expect("writable"), key);
             self.rebuild_with_prefix_len(new_len);
         }
         let plen = self.prefix_len();
@@ -196,26 +256,30 @@ impl NodeMut<'_> {
         let heap_len = stored_entry_space(suffix.len(), value.len(), stub) - SLOT;
         let off = self.heap_alloc(heap_len);
         self.write_entry(off, suffix, value, stub);
-        // Shift slots [pos, count) right by one.
-        let start = HEADER + pos * SLOT;
-        let end = HEADER + count * SLOT;
-        self.bytes_mut(start, end - start + SLOT)
-            .copy_within(0..end - start, SLOT);
+        // Shift slots [pos, count) right by one (nothing to shift for an append).
+        if pos < count {
+            let start = HEADER + pos * SLOT;
+            let end = HEADER + count * SLOT;
+            self.bytes_mut(start, end - start + SLOT)
+                .copy_within(0..end - start, SLOT);
+        }
         self.write_slot(pos, head_of(suffix), off);
         self.set_count(count + 1);
     }
 
     /// Encodes the heap entry of `suffix`/`value` (a stub if `stub`) at `off`.
+    #[inline(always)]
     pub(super) fn write_entry(&mut self, off: usize, suffix: &[u8], value: &[u8], stub: bool) {
         let mut w = off + self.write_lens(off, suffix.len(), value.len(), stub);
         let rest = &suffix[suffix.len().min(4)..];
-        self.bytes_mut(w, rest.len()).copy_from_slice(rest);
+        copy_short(self.bytes_mut(w, rest.len()), rest);
         w += rest.len();
-        self.bytes_mut(w, value.len()).copy_from_slice(value);
+        copy_short(self.bytes_mut(w, value.len()), value);
     }
 
     /// Writes the length header of an entry at `off` (flagging a stub if `stub`); returns
     /// its length. The rest of the suffix and the value follow it.
+    #[inline(always)]
     pub(super) fn write_lens(&mut self, off: usize, sl: usize, vl: usize, stub: bool) -> usize {
         let h = lens_len(sl, vl, stub);
         let header = self.bytes_mut(off, h);
@@ -249,7 +313,7 @@ impl NodeMut<'_> {
 
     /// Replaces the value of entry `pos` by one of the same length.
     pub(crate) fn overwrite_value(&mut self, pos: usize, value: &[u8]) {
-        self.value_mut(pos).copy_from_slice(value);
+        copy_short(self.value_mut(pos), value);
     }
 
     /// Removes entry `pos`.

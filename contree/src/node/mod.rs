@@ -390,6 +390,12 @@ impl Node {
         self.flags() & HAS_UPPER != 0
     }
 
+    /// Whether the node lies on an edge of the tree: a fence is missing.
+    #[inline]
+    pub(crate) fn is_edge(&self) -> bool {
+        self.flags() & (HAS_LOWER | HAS_UPPER) != HAS_LOWER | HAS_UPPER
+    }
+
     /// A copy of the prefix shared by every key of the node.
     pub(crate) fn prefix(&self) -> Result<Vec<u8>, Restart> {
         let len = self.prefix_len();

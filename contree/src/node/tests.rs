@@ -407,3 +407,36 @@ fn test_dir() -> Directory {
         std::sync::OnceLock::new();
     Directory::of(POOL.get_or_init(|| crate::page::PagePool::new(4096, 4 * 4096, false)))
 }
+
+/// An edge node (a fence missing) keeps its key-derived prefix a byte short of its keys, so
+/// in-order keys that carry over a byte keep it; a node between fences adopts whole keys.
+#[test]
+fn edge_nodes_keep_a_byte_of_prefix_slack_for_in_order_keys() {
+    let key = |i: u64| (0x0102_0304_0506_0000 + i).to_be_bytes();
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    // The right edge after an append split: lower fence only, empty.
+    n.init(0, Some(&key(0xf0)), None, b"");
+    assert!(n.insert_entry(0, &key(0xf1), b"v"));
+    // Common prefix with the fence is 7 bytes; one byte of slack.
+    assert_eq!(n.prefix_len(), 6);
+    for i in 0xf2..0x1f0u64 {
+        let at = n.count();
+        assert!(n.insert_entry(at, &key(i), b"v"));
+        assert_eq!(n.prefix_len(), 6, "key {i:#x} kept the prefix");
+    }
+    // A key that lacks the prefix cuts it to the common part, again less one byte.
+    let far = 0x0102_0399_0000_0000u64.to_be_bytes();
+    let at = n.count();
+    assert!(n.insert_entry(at, &far, b"v"));
+    assert_eq!(n.prefix_len(), 2);
+    assert_eq!(keys(&n).last().unwrap(), &far.to_vec());
+    assert_eq!(keys(&n)[0], key(0xf1).to_vec());
+
+    // Between two fences an empty node adopts the whole first key.
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, Some(&key(0)), Some(&key(0xffff)), b"");
+    assert!(n.insert_entry(0, &key(5), b"v"));
+    assert_eq!(n.prefix_len(), 8);
+}
