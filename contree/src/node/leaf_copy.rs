@@ -143,6 +143,22 @@ impl LeafCopy {
         Some(place)
     }
 
+    /// [`read`](Self::read) of entry `i` of a copy that `key` already holds a key of (so
+    /// its prefix is kept), in a tree without long keys: the key's suffix is written and
+    /// the inline value's place returned in one decode of the entry. `None`, leaving `key`
+    /// alone, for an out-of-line value (which needs [`fetch`](Self::fetch) first) or an
+    /// entry that leaves the page.
+    #[inline(always)]
+    pub(crate) fn read_inline(&self, i: usize, key: &mut Vec<u8>) -> Option<Place> {
+        let node = self.node();
+        let e = node.entry(i).ok()?;
+        let plen = node.prefix_len();
+        if e.stub || key.len() < plen {
+            return None;
+        }
+        self.put_suffix(&node, i, &e, plen, key)
+    }
+
     /// Replaces a long key's stored form in `key` by the whole key [`fetch`](Self::fetch)
     /// read for it.
     #[inline(always)]

@@ -392,6 +392,20 @@ impl<'t> Cursor<'t> {
         let Some(at) = &mut self.at else {
             return false;
         };
+        if !self.tree.has_long_keys() {
+            // The common case: one validation (the copy is private, so reading it after
+            // the validation reads what was there at the copy), one decode of the entry.
+            if at.guard.validate().is_err() {
+                self.at = None;
+                return false;
+            }
+            if let Some(place) = self.leaf.read_inline(index, &mut self.key) {
+                at.index = index;
+                self.value = place;
+                return true;
+            }
+            // An out-of-line value: the general path below.
+        }
         // An out-of-line value is fetched first, then the snapshot validated for both.
         let fetched = self
             .leaf

@@ -31,10 +31,11 @@ pub struct Range<'t> {
     /// Where the range starts and ends (a bound of up to 22 bytes costs no allocation).
     start: Bound<Bytes>,
     end: Bound<Bytes>,
-    front: Cursor<'t>,
-    back: Cursor<'t>,
-    front_started: bool,
-    back_started: bool,
+    tree: &'t Tree,
+    /// The cursor of each end, made when that end is first used (most ranges are walked
+    /// from one end only, and a cursor costs its buffers).
+    front: Option<Cursor<'t>>,
+    back: Option<Cursor<'t>>,
     finished: bool,
 }
 
@@ -123,10 +124,9 @@ impl<'t> Range<'t> {
         Range {
             start,
             end,
-            front: tree.cursor(),
-            back: tree.cursor(),
-            front_started: false,
-            back_started: false,
+            tree,
+            front: None,
+            back: None,
             finished: false,
         }
     }
@@ -134,24 +134,30 @@ impl<'t> Range<'t> {
     /// The entry the front cursor moved to, if it lies before every entry the back end
     /// returned (or before the end bound).
     #[inline]
-    fn front_entry(&mut self, moved: bool) -> Option<(&[u8], &[u8])> {
-        let (k, v) = if moved { self.front.entry() } else { None }?;
-        let limit = if self.back_started {
-            Bound::Excluded(self.back.key()?)
+    fn front_entry(&self, moved: bool) -> Option<(&[u8], &[u8])> {
+        let (k, v) = if moved {
+            self.front.as_ref()?.entry()
         } else {
-            self.end.as_ref().map(Bytes::as_slice)
+            None
+        }?;
+        let limit = match &self.back {
+            Some(back) => Bound::Excluded(back.key()?),
+            None => self.end.as_ref().map(Bytes::as_slice),
         };
         below(limit, k).then_some((k, v))
     }
 
     /// As [`front_entry`](Self::front_entry), for the back end.
     #[inline]
-    fn back_entry(&mut self, moved: bool) -> Option<(&[u8], &[u8])> {
-        let (k, v) = if moved { self.back.entry() } else { None }?;
-        let limit = if self.front_started {
-            Bound::Excluded(self.front.key()?)
+    fn back_entry(&self, moved: bool) -> Option<(&[u8], &[u8])> {
+        let (k, v) = if moved {
+            self.back.as_ref()?.entry()
         } else {
-            self.start.as_ref().map(Bytes::as_slice)
+            None
+        }?;
+        let limit = match &self.front {
+            Some(front) => Bound::Excluded(front.key()?),
+            None => self.start.as_ref().map(Bytes::as_slice),
         };
         above(limit, k).then_some((k, v))
     }
@@ -165,11 +171,12 @@ impl Range<'_> {
         if self.finished {
             return None;
         }
-        let moved = if self.front_started {
-            self.front.next()
-        } else {
-            self.front_started = true;
-            seek_start(&mut self.front, self.start.as_ref().map(Bytes::as_slice))
+        let moved = match &mut self.front {
+            Some(front) => front.next(),
+            None => {
+                let front = self.front.insert(self.tree.cursor());
+                seek_start(front, self.start.as_ref().map(Bytes::as_slice))
+            }
         };
         match self.front_entry(moved) {
             Some((k, v)) => Some(copy(k, v)),
@@ -186,11 +193,12 @@ impl Range<'_> {
         if self.finished {
             return None;
         }
-        let moved = if self.back_started {
-            self.back.prev()
-        } else {
-            self.back_started = true;
-            seek_end(&mut self.back, self.end.as_ref().map(Bytes::as_slice))
+        let moved = match &mut self.back {
+            Some(back) => back.prev(),
+            None => {
+                let back = self.back.insert(self.tree.cursor());
+                seek_end(back, self.end.as_ref().map(Bytes::as_slice))
+            }
         };
         match self.back_entry(moved) {
             Some((k, v)) => Some(copy(k, v)),
