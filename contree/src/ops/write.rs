@@ -344,9 +344,52 @@ impl Tree {
         let core = &*self.core;
         core.check_value(value)?;
         if value.len() <= core.config().max_inline_value_len() {
+            if key.len() <= core.config().max_inline_key_len() {
+                if let Some(old) = self.insert_in_leaf(key, value) {
+                    return Ok(old);
+                }
+            }
             return self.modify(key, None, |old| (Edit::Put(value), old.map(<[u8]>::to_vec)));
         }
         self.insert_out_of_line(key, value)
+    }
+
+    /// The common insert, of a key and a value that both stay inline, when its leaf has
+    /// room and any old value is inline too: [`modify`](Self::modify) without what only
+    /// long keys, out-of-line values, splits and removals need. `None`, with the tree
+    /// unchanged, when one of those is needed: the caller then takes the general path.
+    #[inline(always)]
+    fn insert_in_leaf(&self, key: &[u8], value: &[u8]) -> Option<Option<Vec<u8>>> {
+        let core = &*self.core;
+        let Divert::Proceed = core.policy.before_latch(key);
+        let mut split_at = None;
+        let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
+            let (node, mut x) = core.exclusive_leaf(key)?;
+            let slow_path = x.slow_path();
+            let mut node = NodeMut::new(node, &mut x);
+            let (pos, found) = node.lower_bound(key, core.directory())?;
+            let old = if !found {
+                None
+            } else if node.is_stub(pos) {
+                return Ok(None);
+            } else {
+                Some(node.value_mut(pos).to_vec())
+            };
+            if put_inline(&mut node, pos, key, found, value)?.is_err() {
+                return Ok(None);
+            }
+            split_at = core
+                .policy
+                .after_change(&mut node, pos, slow_path, core.directory());
+            Ok(Some(old))
+        })?;
+        if old.is_none() {
+            core.counters.add(Counter::Len, 1);
+        }
+        if let Some(sep) = split_at {
+            core.contention_split(&sep);
+        }
+        Some(old)
     }
 
     /// [`insert`](Self::insert) of a value too long to stay inline: it is written out of
