@@ -374,6 +374,27 @@ impl Node {
         Ok(self.copy_fence(flag, off, len, &mut out)?.then_some(out))
     }
 
+    /// The lengths of the lower and upper fence (0 for a missing one), without copying them.
+    #[inline]
+    pub(crate) fn fence_lens(&self) -> (usize, usize) {
+        let len = |flag: u16, off: usize| {
+            if self.flags() & flag == 0 {
+                0
+            } else {
+                self.header_u16(off) as usize
+            }
+        };
+        (len(HAS_LOWER, OFF_LOWER_LEN), len(HAS_UPPER, OFF_UPPER_LEN))
+    }
+
+    /// Heap bytes held by entries: the live heap less the fences and the prefix.
+    #[inline]
+    pub(crate) fn entry_heap_bytes(&self) -> usize {
+        let (lower, upper) = self.fence_lens();
+        self.heap_live()
+            .saturating_sub(lower + upper + self.prefix_len())
+    }
+
     /// A copy of the lower fence (exclusive); `None` is minus infinity.
     pub(crate) fn lower_fence(&self) -> Result<Option<Vec<u8>>, Restart> {
         self.fence_at(HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN)

@@ -1,7 +1,7 @@
 //! Splitting a node at a chosen position and merging two neighbours, with the exact sizes
 //! both would produce (prefixes and fences change, so sizes are computed, not estimated).
 
-use super::{entry_space, node_prefix, node_size, Builder, Fence, Node, NodeMut, Scratch};
+use super::{entry_space, node_prefix, node_size, Builder, Fence, Node, NodeMut, Scratch, SLOT};
 use crate::sync::Restart;
 
 impl Node {
@@ -61,6 +61,54 @@ impl Node {
         ))
     }
 
+    /// Whether both halves of a split at `sep_pos` surely fit in a page, by a bound that
+    /// costs one pass over the left half's slots instead of [`split_sizes`]' re-encoding of
+    /// every entry (and copies of four keys): each half's new prefix is a common prefix of
+    /// keys that carry this node's prefix, so no entry grows under it (a shorter suffix
+    /// never takes a longer length header or rest), and the new prefix is at most as long as
+    /// the shorter of the half's first and last key. `false` means "compute exactly".
+    ///
+    /// [`split_sizes`]: Self::split_sizes
+    pub(crate) fn split_surely_fits(&self, sep_pos: usize) -> Result<bool, Restart> {
+        let count = self.count();
+        let left_end = if self.is_leaf() { sep_pos + 1 } else { sep_pos };
+        if left_end == 0 || sep_pos >= count {
+            return Ok(false);
+        }
+        let plen = self.prefix_len();
+        let (lower_len, upper_len) = self.fence_lens();
+        let mut left = 0;
+        for i in 0..left_end {
+            left += SLOT + self.entry(i)?.heap_len;
+        }
+        let sep = self.entry(sep_pos)?;
+        let all = count * SLOT + self.entry_heap_bytes();
+        let right = all
+            .checked_sub(left)
+            .and_then(|r| {
+                // An inner node's separator entry goes up, into neither half.
+                r.checked_sub(if self.is_leaf() {
+                    0
+                } else {
+                    SLOT + sep.heap_len
+                })
+            })
+            .ok_or(Restart)?;
+        let sep_len = plen + sep.suffix_len;
+        let shorter = |a: usize, b: usize| -> Result<usize, Restart> {
+            Ok(plen + self.entry(a)?.suffix_len.min(self.entry(b)?.suffix_len))
+        };
+        let left_size = node_size(shorter(0, left_end - 1)?, lower_len + sep_len, left);
+        let right_prefix = if sep_pos + 1 < count {
+            shorter(sep_pos + 1, count - 1)?
+        } else {
+            // An empty right half (an append split) takes its fences' common prefix.
+            sep_len.min(upper_len)
+        };
+        let right_size = node_size(right_prefix, sep_len + upper_len, right);
+        Ok(left_size <= self.page_size() && right_size <= self.page_size())
+    }
+
     /// The split position nearest to `preferred` at which both halves fit in a page.
     /// Such a position always exists because stored values and keys are at most a quarter
     /// and a sixteenth of a page (longer values are stored out of line behind an 8-byte
@@ -68,6 +116,16 @@ impl Node {
     pub(crate) fn choose_split(&self, preferred: usize) -> Result<usize, Restart> {
         let count = self.count();
         let size = self.page_size();
+        if preferred < count && self.split_surely_fits(preferred)? {
+            debug_assert!(
+                {
+                    let (l, r) = self.split_sizes(preferred)?;
+                    l <= size && r <= size
+                },
+                "the split bound holds"
+            );
+            return Ok(preferred);
+        }
         let fits = |pos: usize| -> Result<bool, Restart> {
             let (l, r) = self.split_sizes(pos)?;
             Ok(l <= size && r <= size)
