@@ -878,6 +878,10 @@ fn stored_bytes_are_the_codec_bytes() {
 #[test]
 fn concurrent_writers_and_readers() {
     let map: TreeMap<(u8, u32), u64> = TreeMap::new();
+    // Stable keys above every writer's, which no writer touches; scans must return each.
+    for i in 0..500u32 {
+        map.insert(&(4, i), &0).unwrap();
+    }
     std::thread::scope(|s| {
         for t in 0..4u8 {
             let map = &map;
@@ -893,9 +897,22 @@ fn concurrent_writers_and_readers() {
         }
         let map = &map;
         s.spawn(move || {
-            for _ in 0..20 {
-                let keys: Vec<(u8, u32)> = map.iter().map(|(k, _)| k).collect();
-                assert!(keys.windows(2).all(|w| w[0] < w[1]));
+            for round in 0..20 {
+                let keys: Vec<(u8, u32)> = if round % 2 == 0 {
+                    map.iter().map(|(k, _)| k).collect()
+                } else {
+                    let mut keys: Vec<_> = map.iter().rev().map(|(k, _)| k).collect();
+                    assert!(
+                        keys.windows(2).all(|w| w[0] > w[1]),
+                        "reverse scan out of order"
+                    );
+                    keys.reverse();
+                    keys
+                };
+                assert!(keys.windows(2).all(|w| w[0] < w[1]), "scan out of order");
+                // The stable keys: (4, i), written before the writers started.
+                let stable = keys.iter().filter(|k| k.0 == 4).count();
+                assert_eq!(stable, 500, "scan lost stable keys");
             }
         });
     });
@@ -905,6 +922,7 @@ fn concurrent_writers_and_readers() {
                 .filter(|i| i % 3 != 0)
                 .map(move |i| ((t, i), u64::from(t) << 32 | u64::from(i)))
         })
+        .chain((0..500u32).map(|i| ((4, i), 0)))
         .collect();
     assert!(map.iter().eq(expected.iter().cloned()));
     assert_eq!(map.len(), expected.len());

@@ -4,7 +4,11 @@
 //!
 //! Run: `cargo test -p contree --release --test xmerge`.
 
-use contree::{Bytes, Config, Error, Tree};
+use contree::{Config, Error, Tree};
+
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::{check_scan, check_scan_rev, watchdog};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -45,21 +49,36 @@ fn stress_beside_an_aggressive_space_manager() {
     const WRITERS: u64 = 4;
     const OPS: usize = 200_000;
     const COUNTERS: u64 = 8;
+    let _watchdog = watchdog(
+        "stress_beside_an_aggressive_space_manager",
+        Duration::from_secs(600),
+    );
     let counter_key = |c: u64| format!("counter{c}").into_bytes();
     for c in 0..COUNTERS {
         tree.insert(&counter_key(c), &0u64.to_le_bytes()).unwrap();
+    }
+    // Keys no writer touches (low byte 0xff; writers' low bytes are their numbers), among
+    // the writers' keys: every scan must return them, and the counters.
+    let mut stable: Vec<Vec<u8>> = (0..20_000u64)
+        .step_by(37)
+        .map(|i| (i << 8 | 0xff).to_be_bytes().to_vec())
+        .chain((0..COUNTERS).map(counter_key))
+        .collect();
+    stable.sort();
+    for k in &stable {
+        if !k.starts_with(b"counter") {
+            tree.insert(k, b"stable").unwrap();
+        }
     }
     let done = AtomicBool::new(false);
     let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
         let scanner = s.spawn(|| {
             let mut scans = 0;
             while !done.load(Ordering::Relaxed) {
-                let mut prev: Option<Bytes> = None;
-                for (k, _) in tree.iter() {
-                    if let Some(p) = &prev {
-                        assert!(p < &k, "scan out of order");
-                    }
-                    prev = Some(k);
+                if scans % 2 == 0 {
+                    check_scan(tree.iter().map(|(k, _)| k), &stable);
+                } else {
+                    check_scan_rev(tree.iter().rev().map(|(k, _)| k), &stable);
                 }
                 scans += 1;
             }
@@ -105,16 +124,25 @@ fn stress_beside_an_aggressive_space_manager() {
                 })
             })
             .collect();
-        let oracles = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        // Join every writer before the scanner is stopped, and only then re-raise a
+        // writer's panic: unwrapping first would leave the scanner running, and the test
+        // hanging, after a failed writer.
+        let results: Vec<_> = writers.into_iter().map(|w| w.join()).collect();
         done.store(true, Ordering::Relaxed);
         assert!(scanner.join().unwrap() > 0);
-        oracles
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
     });
     let stats = tree.stats();
     eprintln!("{stats:?}");
     assert!(stats.xmerges > 0, "{stats:?}");
     assert!(stats.contention_splits > 0, "{stats:?}");
     let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = oracles.into_iter().flatten().collect();
+    for k in stable.iter().filter(|k| !k.starts_with(b"counter")) {
+        oracle.insert(k.clone(), b"stable".to_vec());
+    }
     let mut total = 0;
     for c in 0..COUNTERS {
         let v = tree.get(&counter_key(c)).unwrap();
@@ -223,15 +251,26 @@ fn sorted_strings_compact_to_over_90_percent() {
         })
         .collect();
     keys.sort();
-    for k in keys {
-        tree.insert(&k, b"12345678").unwrap();
-        oracle.insert(k, b"12345678".to_vec());
+    for k in &keys {
+        tree.insert(k, b"12345678").unwrap();
     }
-    eprintln!("before compact: {:?}", tree.stats());
+    // Sorted inserts leave full leaves; removing two keys in five thins them (above the
+    // merge threshold), so that the fill factor compact() must raise is well below 0.9.
+    for k in keys {
+        if xorshift(&mut x) % 5 < 2 {
+            tree.remove(&k).unwrap();
+        } else {
+            oracle.insert(k, b"12345678".to_vec());
+        }
+    }
+    let before = tree.stats();
+    eprintln!("before compact: {before:?}");
+    assert!(before.fill_factor < 0.75, "{before:?}");
     tree.compact();
     let stats = tree.stats();
     eprintln!("after compact: {stats:?}");
     assert!(stats.fill_factor >= 0.9, "{stats:?}");
+    assert!(stats.leaf_pages < before.leaf_pages, "{stats:?}");
     assert_matches(&tree, &oracle);
 }
 
