@@ -262,7 +262,7 @@ impl TreeCore {
             .allocate(pages_for(len, size))
             .ok_or_else(|| self.out_of_space())?;
         // As in `heap_alloc`: earlier releases are ordered before the writes below.
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        crate::sync::seam::fence(std::sync::atomic::Ordering::Release);
         let (mut part, mut at) = (0, 0);
         for (i, &pid) in ids.iter().enumerate() {
             let page = raw_page(self.directory(), size, pid).expect("an allocated page");

@@ -9,6 +9,14 @@ use crate::Error;
 pub const MIN_PAGE_SIZE: usize = 4 * 1024;
 /// Largest supported page size in bytes ([`Config::page_size`]).
 pub const MAX_PAGE_SIZE: usize = 64 * 1024;
+/// The smallest page size this build accepts: [`MIN_PAGE_SIZE`], or 512 bytes with the
+/// `small-pages` feature (for tests and fuzzing: a few entries fill a leaf, so a short
+/// operation sequence splits, merges and grows the tree by several levels).
+pub(crate) const SMALLEST_PAGE_SIZE: usize = if cfg!(feature = "small-pages") {
+    512
+} else {
+    MIN_PAGE_SIZE
+};
 
 /// Tuning knobs of a [`Tree`](crate::Tree).
 ///
@@ -22,7 +30,8 @@ pub const MAX_PAGE_SIZE: usize = 64 * 1024;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Size of every node in bytes: a power of two from [`MIN_PAGE_SIZE`] (4 KiB) to
-    /// [`MAX_PAGE_SIZE`] (64 KiB). Default 4 KiB.
+    /// [`MAX_PAGE_SIZE`] (64 KiB). Default 4 KiB. The `small-pages` cargo feature (for tests
+    /// only) accepts pages down to 512 bytes.
     /// Keys up to `page_size / 16` bytes and values up to `page_size / 4` bytes are stored in
     /// their nodes; longer ones (up to [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) and
     /// [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN) whatever the page size) out of line.
@@ -190,11 +199,11 @@ impl Config {
         }
         require(
             self.page_size.is_power_of_two()
-                && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size),
+                && (SMALLEST_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size),
             "page_size",
             || {
                 format!(
-                    "{} is not a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}",
+                    "{} is not a power of two between {SMALLEST_PAGE_SIZE} and {MAX_PAGE_SIZE}",
                     self.page_size
                 )
             },

@@ -199,7 +199,7 @@ pub(crate) fn settled<T>(mut f: impl FnMut() -> Result<T, Restart>) -> T {
     loop {
         match f() {
             Ok(t) => return t,
-            Err(Restart) => std::thread::yield_now(),
+            Err(Restart) => crate::sync::seam::yield_now(),
         }
     }
 }
@@ -241,7 +241,7 @@ fn compact(page: &RawPage, slots: usize) -> usize {
 
 impl TreeCore {
     /// Locks the heap (see the module docs for what it covers).
-    pub(crate) fn heap_lock(&self) -> std::sync::MutexGuard<'_, HeapState> {
+    pub(crate) fn heap_lock(&self) -> crate::sync::seam::MutexGuard<'_, HeapState> {
         self.heap.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -295,7 +295,7 @@ impl TreeCore {
         // Orders this thread's view of earlier releases (the unlatch that removed the stub
         // of whatever these bytes held before) before the writes below, so that a stale
         // reader that reads them validates a version that moved (`tests/loom_latch.rs`, f').
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        crate::sync::seam::fence(std::sync::atomic::Ordering::Release);
         let mut at = start;
         for part in parts {
             // SAFETY: `start..start + len` is free space of a page this thread owns under

@@ -30,9 +30,9 @@ use crate::node::{Node, NodeMut};
 use crate::page::{Directory, PageId, PagePool};
 use crate::policy::LeafPolicies;
 use crate::smo::Deferred;
+use crate::sync::seam::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::sync::{Counter, HybridLatch, Restart, StripedCounters};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub(crate) use descent::{Above, OptimisticNoWait, RandomRoute, Target, Visit};
 
@@ -318,7 +318,7 @@ impl TreeCore {
                             std::hint::spin_loop();
                         }
                     } else {
-                        std::thread::yield_now();
+                        crate::sync::seam::yield_now();
                     }
                 }
             }

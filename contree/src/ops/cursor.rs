@@ -509,19 +509,19 @@ impl<'t> Cursor<'t> {
             let node = self.leaf.node();
             let count = self.leaf.count();
             let dir = tree.directory();
-            let index = match how {
-                Seek::AtOrAfter => node.lower_bound(seek, dir).ok().map(|r| r.0),
-                Seek::Last => count.checked_sub(1),
-                Seek::AtOrBefore => node
-                    .lower_bound(seek, dir)
-                    .ok()
-                    .and_then(|(pos, found)| (pos + found as usize).checked_sub(1)),
-                Seek::Below => node
-                    .lower_bound(seek, dir)
-                    .ok()
-                    .and_then(|r| r.0.checked_sub(1)),
-            }
-            .filter(|&i| i < count);
+            let searched = match how {
+                Seek::Last => Ok(count.checked_sub(1)),
+                _ => node.lower_bound(seek, dir).map(|(pos, found)| match how {
+                    Seek::AtOrAfter => Some(pos),
+                    Seek::AtOrBefore => (pos + found as usize).checked_sub(1),
+                    _ => pos.checked_sub(1),
+                }),
+            };
+            // A search that restarts read a long key's blob while it moved or was reused
+            // (the leaf itself may be unchanged): search again, never read it as "no entry
+            // in this leaf", which would skip the leaf.
+            let Ok(index) = searched else { continue };
+            let index = index.filter(|&i| i < count);
             let long_keys = tree.has_long_keys();
             if long_keys && guard.validate().is_err() {
                 // The search may have read long keys' blobs after the copy validated.

@@ -31,11 +31,12 @@
 
 mod release;
 
+use crate::sync::seam::{AtomicUsize, Mutex, MutexGuard};
 use crate::sync::{HybridLatch, Restart};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
 
 /// A page id. Id 0 is a valid page.
 pub(crate) type PageId = u32;
@@ -131,7 +132,7 @@ impl PagePool {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, FreeList> {
+    fn lock(&self) -> MutexGuard<'_, FreeList> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 

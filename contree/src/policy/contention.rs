@@ -34,7 +34,7 @@ pub(crate) struct ContentionSplit {
     threshold: f64,
 }
 
-thread_local! {
+crate::sync::seam::model_local! {
     static RNG: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -44,8 +44,9 @@ fn draw() -> u32 {
     RNG.with(|c| {
         let mut x = c.get();
         if x == 0 {
-            // Seed from the address of the thread-local: distinct per thread, never zero.
-            x = (c as *const Cell<u32> as usize as u32) | 1;
+            // Seed from the address of the thread-local: distinct per thread, never zero
+            // (under Shuttle, from the schedule's random source).
+            x = crate::sync::seam::seed(c as *const Cell<u32> as usize);
         }
         x ^= x << 13;
         x ^= x >> 17;

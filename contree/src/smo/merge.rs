@@ -21,9 +21,8 @@ use crate::long_key::KeyRefs;
 use crate::node::{Node, NodeMut};
 use crate::page::PageId;
 use crate::policy::LeafPolicies;
+use crate::sync::seam::{AtomicUsize, Mutex, Ordering};
 use crate::sync::{ExclusiveGuard, Restart};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// Deferred merges kept at most; more are dropped (the space manager and `compact` still
 /// reach those nodes).

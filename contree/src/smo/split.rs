@@ -97,11 +97,18 @@ impl TreeCore {
         let mut x = here.guard.upgrade_exclusive()?;
         let mut node = NodeMut::new(here.node, &mut x);
         let count = node.count();
-        if count < 2 && level > 0 || count == 0 {
-            // Nothing to split (another thread emptied it); the caller retries its insert.
+        let append = count > 0
+            && !node.has_upper_fence()
+            && node.lower_bound(key, self.directory())?.0 == count;
+        if count < 2 && !(append && level == 0) {
+            // Nothing to split: another thread removed entries since the insert found the
+            // node full, and a node of one entry always has room for another (the inline
+            // limits make two entries and both fences fit in a page). A split here would
+            // put the one entry on one side and nothing on the other, under a separator
+            // equal to a fence: a key the parent already holds. The caller retries its
+            // insert, which now fits.
             return Ok(SplitOutcome::Done);
         }
-        let append = !node.has_upper_fence() && node.lower_bound(key, self.directory())?.0 == count;
         let SplitAdvice::Default = self.policy.before_split(&node);
         let preferred = match (at, append, level) {
             (Some(sep), _, _) => match node.lower_bound(sep, self.directory())? {

@@ -102,7 +102,7 @@ impl TreeCore {
             if let Ok(level) = attempt() {
                 return level;
             }
-            std::thread::yield_now();
+            crate::sync::seam::yield_now();
         }
         0
     }
@@ -199,7 +199,7 @@ impl TreeCore {
             if let Ok(found) = attempt() {
                 return Some(found);
             }
-            std::thread::yield_now();
+            crate::sync::seam::yield_now();
         }
         None
     }

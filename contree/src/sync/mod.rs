@@ -13,6 +13,7 @@
 pub(crate) mod latch;
 mod parking;
 pub(crate) mod reentry;
+pub(crate) mod seam;
 mod striped;
 
 pub(crate) use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};

@@ -1,21 +1,28 @@
-//! The waiting primitives the latch is built on: std atomics and the address-keyed parking
-//! lot of `parking_lot_core`.
+//! The waiting primitives the latch is built on: the atomics of [`seam`](super::seam) and
+//! the address-keyed parking lot of `parking_lot_core`.
 //!
 //! The latch imports everything it needs to share between threads from this module, so that
 //! the loom model (`tests/loom_latch.rs`) can compile the very same `latch.rs` against loom's
-//! atomics and a yielding stand-in for parking.
+//! atomics and a yielding stand-in for parking. Under the `shuttle` feature waiting is a
+//! yield to Shuttle's scheduler (a thread parked outside the scheduler would stop the
+//! model), and waking has nothing to do.
 
-pub(crate) use std::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use super::seam::{fence, AtomicU64, Ordering};
 
 /// One step of a short busy wait.
 #[inline]
 pub(crate) fn spin_hint() {
+    #[cfg(not(feature = "shuttle"))]
     std::hint::spin_loop();
+    #[cfg(feature = "shuttle")]
+    shuttle::thread::yield_now();
 }
 
 /// Puts the calling thread to sleep on `addr` if `still_blocked` returns true when checked
 /// under the parking lot's queue lock; returns when woken by [`unpark_all`] on the same
-/// address (or at once if `still_blocked` was false).
+/// address (or at once if `still_blocked` was false). Callers re-check their condition
+/// after it returns.
+#[cfg(not(feature = "shuttle"))]
 pub(crate) fn park(addr: usize, still_blocked: impl FnOnce() -> bool) {
     // SAFETY: the callbacks neither panic nor call back into the parking lot, which is what
     // `parking_lot_core::park` requires; `addr` is the address of a latch word that lives
@@ -33,6 +40,7 @@ pub(crate) fn park(addr: usize, still_blocked: impl FnOnce() -> bool) {
 }
 
 /// Wakes every thread parked on `addr`.
+#[cfg(not(feature = "shuttle"))]
 pub(crate) fn unpark_all(addr: usize) {
     // SAFETY: `unpark_all` only requires that no parking lot function is called from within
     // a parking lot callback, which never happens here.
@@ -40,3 +48,15 @@ pub(crate) fn unpark_all(addr: usize) {
         parking_lot_core::unpark_all(addr, parking_lot_core::DEFAULT_UNPARK_TOKEN);
     }
 }
+
+/// Shuttle: lets another thread run if `still_blocked`; the caller re-checks.
+#[cfg(feature = "shuttle")]
+pub(crate) fn park(_addr: usize, still_blocked: impl FnOnce() -> bool) {
+    if still_blocked() {
+        shuttle::thread::yield_now();
+    }
+}
+
+/// Shuttle: nothing sleeps, so nothing needs waking.
+#[cfg(feature = "shuttle")]
+pub(crate) fn unpark_all(_addr: usize) {}

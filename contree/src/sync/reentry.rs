@@ -12,7 +12,9 @@
 
 use std::cell::{Cell, RefCell};
 
-thread_local! {
+// Per thread of the model under Shuttle (`seam`), where several model threads may share one
+// OS thread.
+crate::sync::seam::model_local! {
     /// How many closures that hold a latch are running on this thread (nested closures on
     /// several trees each count).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
@@ -24,7 +26,7 @@ thread_local! {
 /// Panics if this thread runs a closure that holds a latch of the tree at `tree`.
 #[inline(always)]
 pub(crate) fn check(tree: *const ()) {
-    if DEPTH.get() != 0 {
+    if DEPTH.with(Cell::get) != 0 {
         check_slow(tree as usize);
     }
 }
@@ -62,7 +64,7 @@ impl InClosure {
     #[inline]
     pub(crate) fn enter(tree: *const (), op: &'static str) -> InClosure {
         HELD.with(|held| held.borrow_mut().push((tree as usize, op)));
-        DEPTH.set(DEPTH.get() + 1);
+        DEPTH.with(|d| d.set(d.get() + 1));
         InClosure {
             _not_send: std::marker::PhantomData,
         }
@@ -72,7 +74,7 @@ impl InClosure {
 impl Drop for InClosure {
     #[inline]
     fn drop(&mut self) {
-        DEPTH.set(DEPTH.get() - 1);
+        DEPTH.with(|d| d.set(d.get() - 1));
         HELD.with(|held| held.borrow_mut().pop());
     }
 }
