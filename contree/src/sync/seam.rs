@@ -93,10 +93,6 @@ mod model {
                     switch();
                     self.0.store(v, order)
                 }
-                pub(crate) fn swap(&self, v: $int, order: Ordering) -> $int {
-                    switch();
-                    self.0.swap(v, order)
-                }
                 pub(crate) fn compare_exchange(
                     &self,
                     current: $int,
@@ -117,21 +113,6 @@ mod model {
                     switch();
                     self.0.compare_exchange_weak(current, new, success, failure)
                 }
-                pub(crate) fn fetch_update(
-                    &self,
-                    set: Ordering,
-                    fetch: Ordering,
-                    f: impl FnMut($int) -> Option<$int>,
-                ) -> Result<$int, $int> {
-                    switch();
-                    self.0.fetch_update(set, fetch, f)
-                }
-                pub(crate) fn get_mut(&mut self) -> &mut $int {
-                    self.0.get_mut()
-                }
-                pub(crate) fn into_inner(self) -> $int {
-                    self.0.into_inner()
-                }
             }
         };
     }
@@ -151,18 +132,6 @@ mod model {
                 pub(crate) fn fetch_and(&self, v: $int, order: Ordering) -> $int {
                     switch();
                     self.0.fetch_and(v, order)
-                }
-                pub(crate) fn fetch_or(&self, v: $int, order: Ordering) -> $int {
-                    switch();
-                    self.0.fetch_or(v, order)
-                }
-                pub(crate) fn fetch_max(&self, v: $int, order: Ordering) -> $int {
-                    switch();
-                    self.0.fetch_max(v, order)
-                }
-                pub(crate) fn fetch_min(&self, v: $int, order: Ordering) -> $int {
-                    switch();
-                    self.0.fetch_min(v, order)
                 }
             }
         };

@@ -49,6 +49,7 @@ pub enum Res {
     Failed,
 }
 
+#[derive(Clone)]
 pub struct Event {
     pub key: usize,
     pub thread: usize,
@@ -152,20 +153,7 @@ impl History {
 
     /// The events recorded so far, in call order (the history keeps them for `dump`).
     pub fn take_events(&self) -> Vec<Event> {
-        let mut events: Vec<Event> = self
-            .events
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|e| Event {
-                key: e.key,
-                thread: e.thread,
-                op: e.op.clone(),
-                res: e.res.clone(),
-                call: e.call,
-                ret: e.ret,
-            })
-            .collect();
+        let mut events = self.events.lock().unwrap().clone();
         events.sort_by_key(|e| e.call);
         events
     }

@@ -475,6 +475,17 @@ fn execution(model: &Model, totals: &Totals) {
         .fetch_max(s.height as u64, Ordering::Relaxed);
 }
 
+/// Runs `body` under [`iterations`] schedules of the random scheduler and as many of the
+/// PCT scheduler (depth 3), both seeded by [`seed`].
+fn run_schedules(body: impl Fn() + Send + Sync + Clone + 'static) {
+    let n = iterations();
+    let mut config = shuttle::Config::new();
+    config.silence_warnings = true;
+    shuttle::Runner::new(RandomScheduler::new_from_seed(seed(), n), config.clone())
+        .run(body.clone());
+    shuttle::Runner::new(PctScheduler::new_from_seed(seed(), 3, n), config).run(body);
+}
+
 /// Runs `model` under the random and the PCT scheduler; returns the totals.
 fn check(model: Model) -> Arc<Totals> {
     let totals = Arc::new(Totals::default());
@@ -488,16 +499,8 @@ fn check(model: Model) -> Arc<Totals> {
         shuttle::replay(move || execution(&m, &t), schedule.trim_matches('"'));
         return totals;
     }
-    let n = iterations();
-    let seed = seed();
-    let mut config = shuttle::Config::new();
-    config.silence_warnings = true;
-    let (m, t) = (model.clone(), totals.clone());
-    shuttle::Runner::new(RandomScheduler::new_from_seed(seed, n), config.clone())
-        .run(move || execution(&m, &t));
-    let (m, t) = (model, totals.clone());
-    shuttle::Runner::new(PctScheduler::new_from_seed(seed, 3, n), config)
-        .run(move || execution(&m, &t));
+    let t = totals.clone();
+    run_schedules(move || execution(&model, &t));
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     eprintln!(
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
@@ -664,10 +667,5 @@ fn split_of_a_leaf_emptied_meanwhile() {
         want.sort();
         assert_eq!(keys, want);
     };
-    let mut config = shuttle::Config::new();
-    config.silence_warnings = true;
-    let n = iterations();
-    shuttle::Runner::new(RandomScheduler::new_from_seed(seed(), n), config.clone())
-        .run(body.clone());
-    shuttle::Runner::new(PctScheduler::new_from_seed(seed(), 3, n), config).run(body);
+    run_schedules(body);
 }
