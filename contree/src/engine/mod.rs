@@ -31,7 +31,7 @@ use crate::page::{Directory, PageId, PagePool};
 use crate::policy::LeafPolicies;
 use crate::smo::Deferred;
 use crate::sync::seam::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
-use crate::sync::{Counter, HybridLatch, Restart, StripedCounters};
+use crate::sync::{Backoff, Counter, HybridLatch, Restart, StripedCounters};
 use std::sync::Arc;
 
 pub(crate) use descent::{Above, OptimisticNoWait, RandomRoute, Target, Visit};
@@ -304,25 +304,20 @@ impl TreeCore {
     /// Runs `attempt` until it does not restart, counting restarts.
     #[inline]
     pub(crate) fn retry<T>(&self, mut attempt: impl FnMut() -> Result<T, Restart>) -> T {
-        let mut attempts = 0u32;
+        let mut backoff = Backoff::default();
         loop {
             match attempt() {
                 Ok(v) => return v,
-                Err(Restart) => {
-                    self.counters.add(Counter::Restarts, 1);
-                    // Retry at once a few times (a restart usually means one concurrent
-                    // write), then give the CPU away.
-                    attempts += 1;
-                    if attempts < 4 {
-                        for _ in 0..(1 << attempts) {
-                            std::hint::spin_loop();
-                        }
-                    } else {
-                        crate::sync::seam::yield_now();
-                    }
-                }
+                Err(Restart) => self.restarted(&mut backoff),
             }
         }
+    }
+
+    /// Counts a restart of an optimistic loop and backs off before its next attempt.
+    #[inline]
+    pub(crate) fn restarted(&self, backoff: &mut Backoff) {
+        self.counters.add(Counter::Restarts, 1);
+        backoff.snooze();
     }
 
     /// Number of entries.

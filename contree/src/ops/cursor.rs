@@ -24,7 +24,7 @@
 use crate::engine::{Target, TreeCore};
 use crate::node::{pagebuf, LeafCopy, Node, Place};
 use crate::page::Directory;
-use crate::sync::{OptimisticGuard, Restart};
+use crate::sync::{Backoff, OptimisticGuard, Restart};
 use crate::Tree;
 use std::ops::ControlFlow;
 
@@ -491,6 +491,10 @@ impl<'t> Cursor<'t> {
     /// their lower fence.
     fn load(&mut self, mut how: Seek) -> bool {
         let tree = self.tree;
+        // The passes below that fail after the copy validated (a blob read that restarts)
+        // back off like the descent's own restarts: the writer they wait for may be off
+        // the CPU.
+        let mut backoff = Backoff::default();
         loop {
             let (seek, copy) = (&self.seek, &mut self.leaf);
             let guard = tree.retry(|| {
@@ -520,11 +524,15 @@ impl<'t> Cursor<'t> {
             // A search that restarts read a long key's blob while it moved or was reused
             // (the leaf itself may be unchanged): search again, never read it as "no entry
             // in this leaf", which would skip the leaf.
-            let Ok(index) = searched else { continue };
+            let Ok(index) = searched else {
+                tree.restarted(&mut backoff);
+                continue;
+            };
             let index = index.filter(|&i| i < count);
             let long_keys = tree.has_long_keys();
             if long_keys && guard.validate().is_err() {
                 // The search may have read long keys' blobs after the copy validated.
+                tree.restarted(&mut backoff);
                 continue;
             }
             if let Some(index) = index {
@@ -533,7 +541,10 @@ impl<'t> Cursor<'t> {
                 match self.leaf.fetch(index, dir, long_keys) {
                     Ok(false) => {}
                     Ok(true) if guard.validate().is_ok() => {}
-                    _ => continue,
+                    _ => {
+                        tree.restarted(&mut backoff);
+                        continue;
+                    }
                 }
                 if let Some(place) = self.leaf.read(index, false, &mut self.key) {
                     self.value = self.leaf.adopt(place);
@@ -551,7 +562,10 @@ impl<'t> Cursor<'t> {
                 Ok(false) => return self.unposition(),
                 // A long fence's blob was read after the copy validated and the leaf changed
                 // since: descend again with the same seek key.
-                Err(Restart) => continue,
+                Err(Restart) => {
+                    tree.restarted(&mut backoff);
+                    continue;
+                }
             }
             if how == Seek::AtOrAfter {
                 // The keys above the upper fence are at or after `fence ++ [0]`.

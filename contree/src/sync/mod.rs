@@ -9,6 +9,7 @@
 // (`version`, `is_exclusive`, `upgrade_shared`, the shared guard's `slow_path` and
 // `latch_addr`) serve the loom model, which compiles this file on its own
 // (`tests/loom_latch.rs`), and not the tree.
+mod backoff;
 #[allow(dead_code)]
 pub(crate) mod latch;
 mod parking;
@@ -16,6 +17,7 @@ pub(crate) mod reentry;
 pub(crate) mod seam;
 mod striped;
 
+pub(crate) use backoff::Backoff;
 pub(crate) use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 pub(crate) use parking::{fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
 pub(crate) use striped::{Counter, StripedCounters};

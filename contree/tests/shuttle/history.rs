@@ -87,6 +87,14 @@ impl<T: fmt::Debug> fmt::Debug for Short<'_, T> {
     }
 }
 
+/// Whether `CONTREE_SHUTTLE_TRACE` is set: then every call and return is printed as it
+/// happens, which shows the operations in flight when an execution hangs (Shuttle's step
+/// bound) or panics inside the tree, where no history is dumped.
+fn tracing() -> bool {
+    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("CONTREE_SHUTTLE_TRACE").is_some())
+}
+
 /// The events of one execution.
 #[derive(Default)]
 pub struct History {
@@ -110,8 +118,17 @@ impl History {
     /// Runs `f` as operation `op` on `key` by `thread` and records it.
     pub fn run(&self, thread: usize, key: usize, op: Op, f: impl FnOnce() -> Res) -> Res {
         let call = self.now();
+        if tracing() {
+            eprintln!(
+                "[{call:>4}] thread {thread} calls {:?} on key {key}",
+                Short(&op)
+            );
+        }
         let res = f();
         let ret = self.now();
+        if tracing() {
+            eprintln!("[{ret:>4}] thread {thread} returns {:?}", Short(&res));
+        }
         self.push(Event {
             key,
             thread,
@@ -126,8 +143,14 @@ impl History {
     /// Records an operation that is not checked per key (`compact()`), for the report.
     pub fn note(&self, thread: usize, what: impl FnOnce() -> String) {
         let call = self.now();
+        if tracing() {
+            eprintln!("[{call:>4}] thread {thread} starts a note");
+        }
         let what = what();
         let ret = self.now();
+        if tracing() {
+            eprintln!("[{ret:>4}] thread {thread} {what}");
+        }
         self.notes.lock().unwrap().push((call, ret, thread, what));
     }
 

@@ -17,6 +17,8 @@
 //! Schedules: `CONTREE_SHUTTLE_ITERATIONS` (default 300) random schedules and as many PCT
 //! schedules (depth 3) per model. A failure prints Shuttle's seed (random scheduler; replay
 //! with `SHUTTLE_RANDOM_SEED=<seed>`) or schedule (PCT; replay with `shuttle::replay`).
+//! `CONTREE_SHUTTLE_TRACE=1` prints each call and return as it happens, for executions that
+//! hang (Shuttle's step bound) or panic inside the tree before the history is dumped.
 //!
 //! Run: `cargo test -p contree --release --features shuttle --test shuttle`
 //! (`scripts/test.sh` runs it after the workspace tests; a longer run:
