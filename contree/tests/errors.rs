@@ -5,6 +5,9 @@
 //!
 //! Run: `cargo test -p contree --test errors`.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+
 use contree::{Bytes, Config, Error, Tree};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -480,6 +483,65 @@ fn exhausted_budget_concurrently() {
     let expect: Entries = expect.into_iter().collect();
     assert_unchanged(&tree, &expect, "concurrent inserts into a full budget");
     assert!(tree.stats().bytes_allocated <= max_memory);
+}
+
+/// Inserts and removals of entries of very different sizes at a budget of a few pages: each
+/// write either applies or fails with `OutOfSpace` and changes nothing, and none loops.
+/// Regression: an insert whose leaf was split in the middle, leaving the new key's half as
+/// full as the leaf had been (large entries on that side), needed another split; at the
+/// budget that split's page came from packing the two halves back together, and the insert
+/// went round split and pack for ever (found by the Shuttle model `memory_budget`).
+#[test]
+fn churn_at_a_tight_budget_ends_every_write() {
+    let _watchdog = concurrent::watchdog(
+        "churn_at_a_tight_budget_ends_every_write",
+        std::time::Duration::from_secs(120),
+    );
+    let mut failures = 0;
+    // (page size, pages of budget, keys): without the fix, (4096, 8, 100) loops.
+    for (page_size, pages, nkeys) in [
+        (4096, 5, 20),
+        (4096, 6, 40),
+        (4096, 8, 40),
+        (4096, 8, 100),
+        (4096, 12, 100),
+        (8192, 6, 40),
+    ] {
+        let tree = Tree::with_config(Config {
+            page_size,
+            max_memory: pages * page_size,
+            space_manager: false,
+            merge_threshold: 0.4,
+            ..Config::default()
+        })
+        .unwrap();
+        let mut oracle = BTreeMap::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = format!("k{:03}", x % nkeys).into_bytes();
+            let len = 8 + (x >> 8) as usize % (page_size / 4 - 8);
+            if (x >> 40).is_multiple_of(3) {
+                assert_eq!(tree.remove(&key), oracle.remove(&key));
+                continue;
+            }
+            let value = vec![(x >> 32) as u8; len];
+            match tree.insert(&key, &value) {
+                Ok(old) => assert_eq!(old, oracle.insert(key, value)),
+                Err(Error::OutOfSpace { .. }) => {
+                    failures += 1;
+                    assert_eq!(tree.get(&key), oracle.get(&key).cloned());
+                }
+                Err(e) => panic!("unexpected error {e}"),
+            }
+        }
+        tree.check_invariants().unwrap();
+        let want: Entries = oracle.into_iter().collect();
+        assert_unchanged(&tree, &want, "churn at a tight budget");
+    }
+    assert!(failures > 0, "the budget was never reached");
 }
 
 #[test]

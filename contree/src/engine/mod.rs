@@ -270,6 +270,11 @@ impl TreeCore {
         self.events.pages_held.load(Ordering::Relaxed) * self.config.page_size
     }
 
+    /// Whether `Config::max_memory` sets a budget (the default sets none).
+    pub(crate) fn has_memory_budget(&self) -> bool {
+        self.config.max_memory != usize::MAX
+    }
+
     pub(crate) fn out_of_space(&self) -> Error {
         Error::OutOfSpace {
             max_memory: self.pool.max_memory(),

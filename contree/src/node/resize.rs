@@ -70,10 +70,20 @@ impl Node {
     ///
     /// [`split_sizes`]: Self::split_sizes
     pub(crate) fn split_surely_fits(&self, sep_pos: usize) -> Result<bool, Restart> {
+        let size = self.page_size();
+        Ok(self
+            .split_size_bounds(sep_pos)?
+            .is_some_and(|(l, r)| l <= size && r <= size))
+    }
+
+    /// Upper bounds of the two halves' sizes after a split at `sep_pos` (see
+    /// [`split_surely_fits`](Self::split_surely_fits)); `None` for a position that leaves
+    /// the left half empty or lies past the entries.
+    fn split_size_bounds(&self, sep_pos: usize) -> Result<Option<(usize, usize)>, Restart> {
         let count = self.count();
         let left_end = if self.is_leaf() { sep_pos + 1 } else { sep_pos };
         if left_end == 0 || sep_pos >= count {
-            return Ok(false);
+            return Ok(None);
         }
         let plen = self.prefix_len();
         let (lower_len, upper_len) = self.fence_lens();
@@ -106,7 +116,7 @@ impl Node {
             sep_len.min(upper_len)
         };
         let right_size = node_size(right_prefix, sep_len + upper_len, right);
-        Ok(left_size <= self.page_size() && right_size <= self.page_size())
+        Ok(Some((left_size, right_size)))
     }
 
     /// The split position nearest to `preferred` at which both halves fit in a page.
@@ -144,6 +154,52 @@ impl Node {
             }
         }
         Err(Restart)
+    }
+
+    /// As [`choose_split`](Self::choose_split), for a leaf split that makes room for an
+    /// insert: the position nearest to `preferred` at which both halves fit and the half
+    /// that takes the new key (the left one when `key_pos`, the key's lower bound in this
+    /// leaf, is at most the position) keeps `room` bytes free for its entry. A middle split
+    /// can leave the key's half as full as the leaf was when the entries on that side are
+    /// large; the insert would then split again, and at the memory budget, where making
+    /// room packs neighbours back together (`reclaim`), split the same way again. Falls
+    /// back to `choose_split` when no position leaves the room.
+    pub(crate) fn choose_split_with_room(
+        &self,
+        preferred: usize,
+        key_pos: usize,
+        room: usize,
+    ) -> Result<usize, Restart> {
+        let (count, size) = (self.count(), self.page_size());
+        let leaves_room = |p: usize, (l, r): (usize, usize)| {
+            let taker = if key_pos <= p { l } else { r };
+            l <= size && r <= size && taker + room <= size
+        };
+        if preferred < count {
+            if let Some(bounds) = self.split_size_bounds(preferred)? {
+                if leaves_room(preferred, bounds) {
+                    return Ok(preferred);
+                }
+            }
+        }
+        for distance in 0..count {
+            for pos in [
+                preferred.checked_sub(distance),
+                preferred.checked_add(distance),
+            ] {
+                match pos {
+                    Some(p)
+                        if p < count
+                            && (distance > 0 || p == preferred)
+                            && leaves_room(p, self.split_sizes(p)?) =>
+                    {
+                        return Ok(p)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.choose_split(preferred)
     }
 
     /// Space the merge of `left` into `right` would need, with `sep` being the parent key

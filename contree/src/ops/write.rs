@@ -24,10 +24,18 @@ pub(crate) enum Edit<V> {
     Remove,
 }
 
+/// Splits an insert tries under a memory budget before it gives up with
+/// [`Error::OutOfSpace`]: a split that the budget allows only after `reclaim` packed
+/// neighbours can be undone by the next `reclaim`, so without a bound two of them could
+/// alternate for ever. Without a budget every round's split adds a page and an insert
+/// always ends.
+const MAX_BUDGET_ROUNDS: u32 = 16;
+
 /// Why an attempt under the latch did not finish.
 enum Stop {
-    /// The new entry did not fit in its leaf.
-    NeedSplit,
+    /// The new entry did not fit in its leaf; it takes this many bytes in a leaf (at most:
+    /// its key without any prefix taken off).
+    NeedSplit(usize),
     /// The decided value is refused.
     Refused(Error),
 }
@@ -74,7 +82,7 @@ fn put_inline(
         return Ok(if node.insert_entry(pos, key, value) {
             Ok(Placed::Entry)
         } else {
-            Err(Stop::NeedSplit)
+            Err(need_split(key, value.len(), false))
         });
     }
     let e = node.entry(pos)?;
@@ -83,6 +91,13 @@ fn put_inline(
         return Ok(Ok(Placed::InPlace));
     }
     Ok(replace_entry(node, pos, key, e.heap_len, value, false))
+}
+
+/// `NeedSplit` for an entry of `key` (as the leaf stores it) and a stored value of
+/// `value_len` bytes (a stub if `stub`).
+#[cold]
+fn need_split(key: &[u8], value_len: usize, stub: bool) -> Stop {
+    Stop::NeedSplit(crate::node::stored_entry_space(key.len(), value_len, stub))
 }
 
 /// Replaces the entry at `pos` of the latched leaf `node`, which takes `old_heap_len` heap
@@ -98,7 +113,7 @@ fn replace_entry(
     stub: bool,
 ) -> Result<Placed, Stop> {
     if node.space_needed(key.len(), value.len(), stub) > node.free_space() + old_heap_len + SLOT {
-        return Err(Stop::NeedSplit);
+        return Err(need_split(key, value.len(), stub));
     }
     node.remove_at(pos);
     let ok = node.insert_stored(pos, key, value, stub);
@@ -144,7 +159,7 @@ fn put_out_of_line<V: AsRef<[u8]>>(
     } else if node.insert_stored(pos, key, bytes, is_stub) {
         Ok(Placed::Entry)
     } else {
-        Err(Stop::NeedSplit)
+        Err(need_split(key, bytes.len(), is_stub))
     };
     if placed.is_err() {
         if let Some(stub) = written {
@@ -304,11 +319,21 @@ impl Tree {
                     break Ok(out);
                 }
                 Err(Stop::Refused(e)) => break Err(e),
-                Err(Stop::NeedSplit) => {
+                Err(Stop::NeedSplit(room)) => {
                     // At the memory budget the first rounds may get room by spreading the
                     // neighbours' free space instead of a split (`reclaim`).
                     rounds += 1;
-                    if let Err(e) = core.split_for(key, 0, rounds <= 2) {
+                    if rounds > MAX_BUDGET_ROUNDS && core.has_memory_budget() {
+                        // Each round split the leaf, and packing under the budget undid it
+                        // (or other writers filled the halves): bounded work, then the
+                        // budget's error rather than a loop.
+                        break Err(core.out_of_space());
+                    }
+                    // The first split cuts in the middle; one that left the entry no room
+                    // on its side is followed by one that does (`choose_split_with_room`:
+                    // it costs a pass over the leaf, so only when the middle failed).
+                    let room = if rounds > 1 { room } else { 0 };
+                    if let Err(e) = core.split_for(key, 0, rounds <= 2, room) {
                         break Err(e);
                     }
                 }

@@ -32,10 +32,10 @@ impl TreeCore {
             .contention_split_attempts
             .fetch_add(1, Ordering::Relaxed);
         for _ in 0..2 {
-            match self.retry(|| self.split_attempt(sep, 0, Some(sep))) {
+            match self.retry(|| self.split_attempt(sep, 0, Some(sep), 0)) {
                 SplitOutcome::Done => return,
                 SplitOutcome::ParentFull => {
-                    if self.split_for(sep, 1, false).is_err() {
+                    if self.split_for(sep, 1, false, 0).is_err() {
                         return;
                     }
                 }
@@ -54,15 +54,24 @@ impl TreeCore {
     ///
     /// `spread` allows `reclaim` to make room without a split; an operation that got room
     /// that way and still does not fit passes `false` the next time, so it cannot loop.
-    pub(crate) fn split_for(&self, key: &[u8], level: u16, spread: bool) -> Result<(), Error> {
+    /// `room`: bytes the entry being inserted takes (0 for none); a leaf split leaves them
+    /// free in the half that takes `key` where some split position does
+    /// ([`Node::choose_split_with_room`](crate::node::Node::choose_split_with_room)).
+    pub(crate) fn split_for(
+        &self,
+        key: &[u8],
+        level: u16,
+        spread: bool,
+        room: usize,
+    ) -> Result<(), Error> {
         let mut reclaims = 0;
         loop {
-            match self.retry(|| self.split_attempt(key, level, None)) {
+            match self.retry(|| self.split_attempt(key, level, None, room)) {
                 SplitOutcome::Done => {
                     self.retry_deferred_merge();
                     return Ok(());
                 }
-                SplitOutcome::ParentFull => self.split_for(key, level + 1, spread)?,
+                SplitOutcome::ParentFull => self.split_for(key, level + 1, spread, 0)?,
                 SplitOutcome::OutOfSpace => {
                     reclaims += 1;
                     if reclaims > 4 {
@@ -81,12 +90,15 @@ impl TreeCore {
     }
 
     /// One try at splitting the node at `level` that holds `key`: in the middle (or at the
-    /// end for appends), or, for Contention Split, right after the key `at`.
+    /// end for appends), or, for Contention Split, right after the key `at`; a leaf split
+    /// for an insert leaves `room` bytes free on `key`'s side where it can (see
+    /// [`split_for`](Self::split_for)).
     fn split_attempt(
         &self,
         key: &[u8],
         level: u16,
         at: Option<&[u8]>,
+        room: usize,
     ) -> Result<SplitOutcome, Restart> {
         let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
         // Latch top-down first; every node read below happens under an exclusive latch.
@@ -122,7 +134,12 @@ impl TreeCore {
         };
         // Fences and prefixes change in a split: take the nearest position where both
         // halves fit.
-        let sep_pos = node.choose_split(preferred)?;
+        let sep_pos = if room > 0 && level == 0 && !append {
+            let key_pos = node.lower_bound(key, self.directory())?.0;
+            node.choose_split_with_room(preferred, key_pos, room)?
+        } else {
+            node.choose_split(preferred)?
+        };
         let contention = at.is_some();
         // Long keys: a split only adds stored forms (the separator, in the parent and in
         // both halves' fences), so the counts rise before the latches are released and
