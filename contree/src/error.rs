@@ -11,6 +11,9 @@ use std::fmt;
 ///
 /// The enum is `#[non_exhaustive]`: later versions add variants, so a `match` needs a
 /// wildcard arm.
+///
+/// A write whose key and value are both oversized reports [`KeyTooLarge`](Error::KeyTooLarge):
+/// every write checks its key first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {

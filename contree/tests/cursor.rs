@@ -312,3 +312,65 @@ fn scan_closure_may_write_the_tree() {
     assert_eq!(n, 2000);
     assert!(tree.iter().all(|(_, v)| v == b"changed"));
 }
+
+/// A cursor kept open while the tree changes moves to the neighbours the tree has at the
+/// time of the move: a key inserted into its leaf after the copy, before or after the
+/// current key, is found. Regression (found by the `ops` fuzz target): a move past the end
+/// of the leaf copy trusted the copy's fence without checking that the leaf was unchanged,
+/// so `prev` after inserting a smaller key into a one-leaf tree reported no entry.
+#[test]
+fn cursor_moves_see_writes_made_since_its_copy() {
+    let tree = Tree::new();
+    tree.insert(b"s", b"1").unwrap();
+    let mut c = tree.cursor();
+    assert!(c.seek_for_prev(b"s"));
+    tree.insert(b"c", b"2").unwrap();
+    assert!(c.prev());
+    assert_eq!(c.key(), Some(&b"c"[..]));
+    tree.insert(b"m", b"3").unwrap();
+    assert!(c.next());
+    assert_eq!(c.key(), Some(&b"m"[..]));
+    tree.insert(b"z", b"4").unwrap();
+    assert!(c.seek(b"s") && c.next());
+    assert_eq!(c.entry(), Some((&b"z"[..], &b"4"[..])));
+
+    // Random writes between random moves of one open cursor, on a tree of many leaves.
+    let mut rng = StdRng::seed_from_u64(7);
+    let tree = Tree::with_config(config()).unwrap();
+    let mut oracle = Oracle::new();
+    for _ in 0..2000 {
+        let (k, v) = (key(&mut rng), value(&mut rng));
+        tree.insert(&k, &v).unwrap();
+        oracle.insert(k, v);
+    }
+    let mut c = tree.cursor();
+    assert!(c.seek_to_first());
+    for step in 0..20_000 {
+        match rng.gen_range(0..4) {
+            0 => {
+                let (k, v) = (key(&mut rng), value(&mut rng));
+                tree.insert(&k, &v).unwrap();
+                oracle.insert(k, v);
+            }
+            1 => {
+                let k = key(&mut rng);
+                assert_eq!(tree.remove(&k), oracle.remove(&k));
+            }
+            _ => {
+                let Some(k) = c.key().map(<[u8]>::to_vec) else {
+                    assert!(c.seek(&key(&mut rng)) || c.seek_to_first() || oracle.is_empty());
+                    continue;
+                };
+                let forward = rng.gen_bool(0.5);
+                let moved = if forward { c.next() } else { c.prev() };
+                let expect = if forward {
+                    owned(oracle.range((Bound::Excluded(k), Bound::Unbounded)).next())
+                } else {
+                    owned(oracle.range(..k).next_back())
+                };
+                assert_eq!(moved, expect.is_some(), "step {step}");
+                assert_eq!(current(&c), expect, "step {step}");
+            }
+        }
+    }
+}

@@ -123,6 +123,39 @@ fn oversized_key_lookups_find_nothing() {
     }
 }
 
+/// A write whose key and value are both oversized reports the key, whichever write it is
+/// (found by the `ops` fuzz target: `insert` checked the value first, `insert_many` the key).
+#[test]
+fn oversized_key_and_value_report_the_key() {
+    let config = Config::default();
+    let (tree, before) = small_tree(config.clone());
+    let key = vec![b'k'; config.max_key_len() + 1];
+    let value = vec![0u8; config.max_value_len() + 1];
+    let key_err = Error::KeyTooLarge {
+        len: key.len(),
+        max: config.max_key_len(),
+    };
+    assert_eq!(tree.insert(&key, &value), Err(key_err.clone()));
+    assert_eq!(tree.insert_if_absent(&key, &value), Err(key_err.clone()));
+    assert_eq!(
+        tree.compare_exchange(&key, None, Some(&value)),
+        Err(key_err.clone())
+    );
+    assert_eq!(
+        tree.insert_many([(&key[..], &value[..])]),
+        Err(key_err.clone())
+    );
+    assert_eq!(
+        tree.get_or_insert_with(&key, || value.clone()),
+        Err(key_err.clone())
+    );
+    assert_eq!(
+        tree.fetch_update(&key, |_| Some(value.clone())),
+        Err(key_err)
+    );
+    assert_unchanged(&tree, &before, "writes of an oversized key and value");
+}
+
 #[test]
 fn value_too_large() {
     let config = Config {

@@ -87,6 +87,8 @@ impl Tree {
         current: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<Result<(), Option<Vec<u8>>>, Error> {
+        // The key first, as every write reports it.
+        self.core.check_key(key)?;
         if let Some(new) = new {
             self.core.check_value(new)?;
         }
@@ -143,6 +145,7 @@ impl Tree {
     /// assert_eq!(tree.get(b"id"), Some(b"first".to_vec()));
     /// ```
     pub fn insert_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool, Error> {
+        self.core.check_key(key)?;
         self.core.check_value(value)?;
         self.modify(key, None, |old| match old {
             Some(_) => (Edit::Keep, false),

@@ -429,12 +429,13 @@ impl<'t> Cursor<'t> {
     }
 
     /// The leaf is used up going forward, or changed: descend to the key after the
-    /// current one (after the leaf's upper fence, when the leaf is used up: the keys above
-    /// the fence are in the leaves to the right; the copy's fence is the one the leaf had
-    /// when the entries handed out from it were read).
+    /// current one (after the leaf's upper fence, when the leaf is used up and unchanged
+    /// since the copy: the keys above the fence are in the leaves to the right; a leaf that
+    /// changed may hold new keys between the current one and its fence, so the cursor
+    /// descends to the key after the current one instead).
     #[cold]
     fn leave_forward(&mut self) -> bool {
-        if let Some(at) = self.at.take() {
+        if let Some(at) = self.at.take().filter(|at| at.guard.validate().is_ok()) {
             return match self.fence(&at, true) {
                 Ok(false) => self.unposition(),
                 Ok(true) => {
@@ -451,7 +452,7 @@ impl<'t> Cursor<'t> {
     /// lower fence are in the leaves to the left.
     #[cold]
     fn leave_backward(&mut self) -> bool {
-        if let Some(at) = self.at.take() {
+        if let Some(at) = self.at.take().filter(|at| at.guard.validate().is_ok()) {
             return match self.fence(&at, false) {
                 Ok(false) => self.unposition(),
                 Ok(true) => self.load(Seek::AtOrBefore),

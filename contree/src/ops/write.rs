@@ -367,7 +367,11 @@ impl Tree {
     /// ```
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let core = &*self.core;
-        core.check_value(value)?;
+        if let Err(e) = core.check_value(value) {
+            // Both oversized: the key's error, as every write reports it first.
+            core.check_key(key)?;
+            return Err(e);
+        }
         if value.len() <= core.config().max_inline_value_len() {
             if key.len() <= core.config().max_inline_key_len() {
                 if let Some(old) = self.insert_in_leaf(key, value) {
