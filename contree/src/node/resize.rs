@@ -61,14 +61,10 @@ impl Node {
         ))
     }
 
-    /// Whether both halves of a split at `sep_pos` surely fit in a page, by a bound that
-    /// costs one pass over the left half's slots instead of [`split_sizes`]' re-encoding of
-    /// every entry (and copies of four keys): each half's new prefix is a common prefix of
-    /// keys that carry this node's prefix, so no entry grows under it (a shorter suffix
-    /// never takes a longer length header or rest), and the new prefix is at most as long as
-    /// the shorter of the half's first and last key. `false` means "compute exactly".
-    ///
-    /// [`split_sizes`]: Self::split_sizes
+    /// Whether both halves of a split at `sep_pos` surely fit in a page, by
+    /// [`split_size_bounds`](Self::split_size_bounds); `false` means "compute exactly".
+    /// (The tests check the bound against [`split_sizes`](Self::split_sizes).)
+    #[cfg(test)]
     pub(crate) fn split_surely_fits(&self, sep_pos: usize) -> Result<bool, Restart> {
         let size = self.page_size();
         Ok(self
@@ -76,9 +72,15 @@ impl Node {
             .is_some_and(|(l, r)| l <= size && r <= size))
     }
 
-    /// Upper bounds of the two halves' sizes after a split at `sep_pos` (see
-    /// [`split_surely_fits`](Self::split_surely_fits)); `None` for a position that leaves
-    /// the left half empty or lies past the entries.
+    /// Upper bounds of the two halves' sizes after a split at `sep_pos`, by one pass over
+    /// the left half's slots instead of [`split_sizes`]' re-encoding of every entry (and
+    /// copies of four keys): each half's new prefix is a common prefix of keys that carry
+    /// this node's prefix, so no entry grows under it (a shorter suffix never takes a
+    /// longer length header or rest), and the new prefix is at most as long as the shorter
+    /// of the half's first and last key. `None` for a position that leaves the left half
+    /// empty or lies past the entries.
+    ///
+    /// [`split_sizes`]: Self::split_sizes
     fn split_size_bounds(&self, sep_pos: usize) -> Result<Option<(usize, usize)>, Restart> {
         let count = self.count();
         let left_end = if self.is_leaf() { sep_pos + 1 } else { sep_pos };
@@ -124,36 +126,9 @@ impl Node {
     /// and a sixteenth of a page (longer values are stored out of line behind an 8-byte
     /// stub; see `Config::max_inline_value_len` and `Config::max_key_len`).
     pub(crate) fn choose_split(&self, preferred: usize) -> Result<usize, Restart> {
-        let count = self.count();
         let size = self.page_size();
-        if preferred < count && self.split_surely_fits(preferred)? {
-            debug_assert!(
-                {
-                    let (l, r) = self.split_sizes(preferred)?;
-                    l <= size && r <= size
-                },
-                "the split bound holds"
-            );
-            return Ok(preferred);
-        }
-        let fits = |pos: usize| -> Result<bool, Restart> {
-            let (l, r) = self.split_sizes(pos)?;
-            Ok(l <= size && r <= size)
-        };
-        for distance in 0..count {
-            for pos in [
-                preferred.checked_sub(distance),
-                preferred.checked_add(distance),
-            ] {
-                match pos {
-                    Some(p) if p < count && (distance > 0 || p == preferred) && fits(p)? => {
-                        return Ok(p)
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Err(Restart)
+        self.nearest_split(preferred, |_, (l, r)| l <= size && r <= size)?
+            .ok_or(Restart)
     }
 
     /// As [`choose_split`](Self::choose_split), for a leaf split that makes room for an
@@ -170,36 +145,45 @@ impl Node {
         key_pos: usize,
         room: usize,
     ) -> Result<usize, Restart> {
-        let (count, size) = (self.count(), self.page_size());
+        let size = self.page_size();
         let leaves_room = |p: usize, (l, r): (usize, usize)| {
             let taker = if key_pos <= p { l } else { r };
             l <= size && r <= size && taker + room <= size
         };
+        match self.nearest_split(preferred, leaves_room)? {
+            Some(p) => Ok(p),
+            None => self.choose_split(preferred),
+        }
+    }
+
+    /// The position nearest to `preferred` (then one below, one above, and so on) whose
+    /// split sizes (left, right) `accept` takes. `preferred` is tried first on the cheap
+    /// upper bounds of [`split_size_bounds`](Self::split_size_bounds) (`accept` must take
+    /// smaller sizes whenever it takes larger ones), the others on exact sizes.
+    fn nearest_split(
+        &self,
+        preferred: usize,
+        accept: impl Fn(usize, (usize, usize)) -> bool,
+    ) -> Result<Option<usize>, Restart> {
+        let count = self.count();
         if preferred < count {
             if let Some(bounds) = self.split_size_bounds(preferred)? {
-                if leaves_room(preferred, bounds) {
-                    return Ok(preferred);
+                if accept(preferred, bounds) {
+                    debug_assert!(
+                        accept(preferred, self.split_sizes(preferred)?),
+                        "the split bound holds"
+                    );
+                    return Ok(Some(preferred));
                 }
             }
         }
-        for distance in 0..count {
-            for pos in [
-                preferred.checked_sub(distance),
-                preferred.checked_add(distance),
-            ] {
-                match pos {
-                    Some(p)
-                        if p < count
-                            && (distance > 0 || p == preferred)
-                            && leaves_room(p, self.split_sizes(p)?) =>
-                    {
-                        return Ok(p)
-                    }
-                    _ => {}
-                }
+        let around = (1..count).flat_map(|d| [preferred.checked_sub(d), preferred.checked_add(d)]);
+        for p in std::iter::once(Some(preferred)).chain(around).flatten() {
+            if p < count && accept(p, self.split_sizes(p)?) {
+                return Ok(Some(p));
             }
         }
-        self.choose_split(preferred)
+        Ok(None)
     }
 
     /// Space the merge of `left` into `right` would need, with `sep` being the parent key
