@@ -12,6 +12,8 @@
 mod backoff;
 #[allow(dead_code)]
 pub(crate) mod latch;
+#[cfg(test)]
+mod latch_tests;
 mod parking;
 pub(crate) mod reentry;
 pub(crate) mod seam;

@@ -1,0 +1,62 @@
+//! The deterministic cases of the hybrid latch's upgrades and non-waiting acquisitions, on
+//! the library's own atomics. (The interleavings are loom's: `tests/loom_latch.rs`, which
+//! compiles `latch.rs` alone, so these tests live beside it rather than in it.)
+
+use super::latch::{HybridLatch, Restart};
+
+#[test]
+fn upgrade_exclusive_fails_after_a_writer_and_bumps_the_version() {
+    let latch = HybridLatch::new();
+    let g = latch.optimistic();
+    drop(latch.exclusive());
+    assert_eq!(g.upgrade_exclusive().err(), Some(Restart));
+    assert_eq!(latch.version(), 1);
+
+    let g = latch.optimistic();
+    let x = g.upgrade_exclusive().expect("no writer intervened");
+    assert!(latch.is_exclusive());
+    drop(x);
+    assert_eq!(latch.version(), 2);
+
+    // A shared holder does not change the version: the snapshot stays valid.
+    let g = latch.optimistic();
+    drop(latch.shared());
+    assert!(g.validate().is_ok());
+    assert!(g.upgrade_exclusive().is_ok());
+    assert_eq!(latch.version(), 3);
+}
+
+#[test]
+fn shared_and_try_upgrades() {
+    let latch = HybridLatch::new();
+    // upgrade_shared: fails after a writer, succeeds otherwise, and blocks writers.
+    let g = latch.optimistic();
+    drop(latch.exclusive());
+    assert_eq!(g.upgrade_shared().err(), Some(Restart));
+    let g = latch.optimistic();
+    let s = g.upgrade_shared().expect("no writer intervened");
+    assert!(
+        latch.try_exclusive().is_none(),
+        "exclusive beside a shared holder"
+    );
+    assert!(
+        latch.try_optimistic().is_some(),
+        "a shared holder blocks optimistic reads"
+    );
+    // try_upgrade_exclusive: no wait while a shared holder is inside.
+    let g = latch.optimistic();
+    assert!(matches!(g.try_upgrade_exclusive(), Ok(None)));
+    drop(s);
+    let g = latch.optimistic();
+    let x = g.try_upgrade_exclusive().expect("unchanged").expect("free");
+    assert!(
+        latch.try_optimistic().is_none(),
+        "optimistic beside a writer"
+    );
+    assert!(latch.try_exclusive().is_none());
+    drop(x);
+    let g = latch.optimistic();
+    drop(latch.exclusive());
+    assert_eq!(g.try_upgrade_exclusive().err(), Some(Restart));
+    assert_eq!(latch.version(), 3);
+}
