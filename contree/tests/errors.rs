@@ -23,14 +23,19 @@ fn contents(tree: &Tree) -> Entries {
     tree.iter().map(vecs).collect()
 }
 
+/// A tree of a few leaves (so that a failed operation could break a split or a merge too):
+/// a key for every four bytes of a page.
 fn small_tree(config: Config) -> (Tree, Entries) {
+    let keys = (config.page_size as u32 / 4).max(300);
     let tree = Tree::with_config(config).unwrap();
-    for i in 0..300u32 {
+    for i in 0..keys {
         let key = format!("key{i:05}").into_bytes();
         tree.insert(&key, &i.to_le_bytes()).unwrap();
     }
     let before = contents(&tree);
-    assert_eq!(before.len(), 300);
+    assert_eq!(before.len(), keys as usize);
+    let stats = tree.stats();
+    assert!(stats.leaf_pages >= 3 && stats.height >= 2, "{stats:?}");
     (tree, before)
 }
 
@@ -209,6 +214,23 @@ fn value_too_large() {
     assert_unchanged(&tree, &before, "insert and remove of a maximal value");
 }
 
+/// The tests build the library with `small-pages` (a dev-dependency on itself): 2 KiB pages
+/// are accepted there (a default build refuses them: `config::SMALLEST_PAGE_SIZE`).
+#[test]
+fn page_sizes_under_4_kib_only_with_small_pages() {
+    let small = Config {
+        page_size: 2048,
+        ..Config::default()
+    };
+    const {
+        assert!(
+            cfg!(feature = "small-pages"),
+            "the tests run with small-pages"
+        )
+    };
+    assert!(Tree::with_config(small).is_ok());
+}
+
 #[test]
 fn invalid_configs() {
     let cases: Vec<(Config, &str)> = vec![
@@ -220,8 +242,10 @@ fn invalid_configs() {
             "page_size",
         ),
         (
+            // Below the smallest size of every build (512 bytes with `small-pages`, which
+            // the tests enable; 4 KiB without, checked below).
             Config {
-                page_size: 2048,
+                page_size: 256,
                 ..Config::default()
             },
             "page_size",

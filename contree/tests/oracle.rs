@@ -780,18 +780,36 @@ fn sequential_loads_every_entry_size() {
     }
 }
 
-/// Regression (found by these tests, fixed since): 253 ascending inserts of `key00000`.. with 4-byte
-/// values into a default tree. The 253rd insert makes an append split of the rightmost leaf
-/// (`sep_pos = count - 1`), so the new left page receives every entry plus a new upper
-/// fence it did not have before, and overflows: debug builds panic in `Builder::copy_range`
-/// (`entry_space(..) <= self.node.contiguous_space()`), release builds write past the heap.
+/// Regression (found by these tests, fixed since): ascending inserts of `key00000`.. with
+/// small values into a default tree. When the rightmost leaf fills, the insert makes an
+/// append split (`sep_pos = count - 1`), so the new left page receives every entry plus a
+/// new upper fence it did not have before, and overflowed: debug builds panicked in
+/// `Builder::copy_range` (`entry_space(..) <= self.node.contiguous_space()`), release builds
+/// wrote past the heap. (The bug showed at the 253rd insert with 4-byte values; prefix
+/// compression has since moved the first split, so the test now inserts until the tree has
+/// made several append splits, for several value sizes, and checks the tree after each.)
 #[test]
 fn regression_append_split_overflows_left_page() {
-    let tree = Tree::new();
-    for i in 0..253u32 {
-        let key = format!("key{i:05}").into_bytes();
-        tree.insert(&key, &i.to_le_bytes()).unwrap();
+    for value_len in [0usize, 4, 9, 30] {
+        let tree = Tree::new();
+        let mut i = 0u32;
+        let mut leaves = 1;
+        while leaves < 4 {
+            let key = format!("key{i:05}").into_bytes();
+            tree.insert(&key, &vec![i as u8; value_len]).unwrap();
+            i += 1;
+            let now = tree.stats().leaf_pages;
+            if now != leaves {
+                tree.check_invariants()
+                    .unwrap_or_else(|e| panic!("value_len {value_len}, {i} keys: {e}"));
+                leaves = now;
+            }
+            assert!(
+                i < 100_000,
+                "value_len {value_len}: no split after {i} keys"
+            );
+        }
+        assert_eq!(tree.iter().count(), i as usize);
+        assert_eq!(tree.stats().splits, 3, "value_len {value_len}");
     }
-    tree.check_invariants().unwrap();
-    assert_eq!(tree.iter().count(), 253);
 }

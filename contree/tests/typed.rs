@@ -442,8 +442,10 @@ fn run_oracle<K>(ops: Vec<Op<K>>) -> Result<(), TestCaseError>
 where
     K: KeyCodec + Ord + Clone + Debug,
 {
-    let map: TreeMap<K, u64> = TreeMap::new();
+    // 512-byte pages: a few dozen entries make a tree of several levels.
+    let map: TreeMap<K, u64> = TreeMap::with_config(small_pages()).unwrap();
     let mut oracle = BTreeMap::new();
+    let mut height = 1;
     for op in ops {
         match op {
             Op::Insert(k, v) => {
@@ -461,6 +463,15 @@ where
         }
         prop_assert_eq!(map.len(), oracle.len());
         prop_assert_eq!(map.is_empty(), oracle.is_empty());
+        height = height.max(map.stats().height);
+    }
+    map.as_tree()
+        .check_invariants()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    // Not a tree of one leaf whenever the entries overflow one (the audit of issue 17
+    // found these cases never left height 1 at 4 KiB pages).
+    if oracle.len() > 40 {
+        prop_assert!(height > 1, "{} entries in one leaf", oracle.len());
     }
     let all: Vec<_> = map.iter().collect();
     let expected: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), *v)).collect();
@@ -480,6 +491,14 @@ where
         &[true, false, true],
     )?;
     Ok(())
+}
+
+/// A configuration of 512-byte pages (the tests build with `small-pages`).
+fn small_pages() -> Config {
+    Config {
+        page_size: 512,
+        ..Config::default()
+    }
 }
 
 /// Short strings over a tiny alphabet, so that keys collide and share prefixes.

@@ -8,7 +8,7 @@
 #[path = "support/prop.rs"]
 mod prop_support;
 
-use contree::TreeMap;
+use contree::{Config, TreeMap};
 use prop_support::prop_config;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,9 +56,16 @@ proptest! {
     #![proptest_config(prop_config(512))]
 
     #[test]
-    fn collection_surface_matches_btreemap(ops in proptest::collection::vec(op(), 1..80)) {
-        let map: TreeMap<Key, u64> = TreeMap::new();
+    fn collection_surface_matches_btreemap(ops in proptest::collection::vec(op(), 1..120)) {
+        // 512-byte pages (the tests build with `small-pages`): a few dozen entries make a
+        // tree of several levels, so pops, retain and remove_range cross leaves and merge.
+        let map: TreeMap<Key, u64> = TreeMap::with_config(Config {
+            page_size: 512,
+            ..Config::default()
+        })
+        .unwrap();
         let mut oracle = BTreeMap::<Key, u64>::new();
+        let (mut deepest, mut largest) = (1, 0);
         for op in ops {
             match op {
                 Op::Insert(k, v) => {
@@ -130,6 +137,14 @@ proptest! {
                     oracle.clear();
                 }
             }
+            deepest = deepest.max(map.stats().height);
+            largest = largest.max(oracle.len());
+        }
+        map.as_tree().check_invariants().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // More entries than a leaf holds make a taller tree (at 4 KiB pages these cases
+        // never left height 1: the audit of issue 17).
+        if largest > 40 {
+            prop_assert!(deepest > 1, "{} entries in one leaf", largest);
         }
         prop_assert_eq!(map.keys().collect::<Vec<_>>(), oracle.keys().cloned().collect::<Vec<_>>());
         prop_assert_eq!(map.values().rev().collect::<Vec<_>>(), oracle.values().rev().copied().collect::<Vec<_>>());
