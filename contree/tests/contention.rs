@@ -73,6 +73,116 @@ fn alternating_updates_split_between_the_two_keys() {
     }
 }
 
+/// Two keys with a key between them in one leaf, past the middle of `keys` ascending keys.
+fn two_keys_of_one_leaf(tree: &Tree, keys: u32) -> (u32, u32) {
+    let same = |a: u32, b: u32| tree.leaf_page_of(&key(a)) == tree.leaf_page_of(&key(b));
+    let a = (keys / 2..keys - 2)
+        .find(|&i| same(i, i + 2))
+        .expect("some leaf holds three keys");
+    if keys > 1000 {
+        assert!(tree.stats().height > 1);
+    }
+    (a, a + 2)
+}
+
+/// Detection off the path: two threads take strict turns (a mutex hands the turn over, so
+/// neither ever finds the leaf latch taken). With a threshold above 0, no period counts as
+/// contended and the leaf is never split, however often the two slots differ.
+#[test]
+fn turn_taking_without_latch_waits_never_splits() {
+    // The root is the leaf; then a leaf under inner nodes.
+    for keys in [200, 5000] {
+        let config = Config {
+            contention_threshold: 0.5,
+            ..aggressive()
+        };
+        let tree = Tree::with_config(config).unwrap();
+        for i in 0..keys {
+            tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
+        }
+        let (a, b) = two_keys_of_one_leaf(&tree, keys);
+        let turn = Mutex::new(0usize);
+        std::thread::scope(|s| {
+            for (me, k) in [(0usize, a), (1, b)] {
+                let (tree, turn) = (&tree, &turn);
+                s.spawn(move || {
+                    let mut done = 0;
+                    while done < 300 {
+                        let mut t = turn.lock().unwrap();
+                        if *t % 2 != me {
+                            drop(t);
+                            std::thread::yield_now();
+                            continue;
+                        }
+                        tree.update_with(&key(k), bump).unwrap();
+                        *t += 1;
+                        done += 1;
+                    }
+                });
+            }
+        });
+        let stats = tree.stats();
+        assert_eq!(stats.contention_splits, 0, "{stats:?}");
+        assert_eq!(tree.leaf_page_of(&key(a)), tree.leaf_page_of(&key(b)));
+    }
+}
+
+/// Detection on the path: the same two threads, but each one hands the turn over from
+/// inside its update (while it holds the leaf latch) and holds on for a moment, so the other
+/// one's update always finds the latch taken. Now the periods count as contended and the
+/// leaf is split between the keys: detection, not the threshold, made the split.
+#[test]
+fn updates_that_wait_on_the_leaf_latch_split_it() {
+    // The root is the leaf; then a leaf under inner nodes.
+    for keys in [200, 5000] {
+        let config = Config {
+            contention_threshold: 0.5,
+            ..aggressive()
+        };
+        let tree = Tree::with_config(config).unwrap();
+        for i in 0..keys {
+            tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
+        }
+        let (a, b) = two_keys_of_one_leaf(&tree, keys);
+        let turn = AtomicUsize::new(0);
+        let rounds = 300;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        std::thread::scope(|s| {
+            for (me, k) in [(0usize, a), (1, b)] {
+                let (tree, turn) = (&tree, &turn);
+                s.spawn(move || {
+                    for r in (me..rounds).step_by(2) {
+                        while turn.load(Ordering::Acquire) != r {
+                            assert!(Instant::now() < deadline, "turn {r} never came");
+                            std::thread::yield_now();
+                        }
+                        tree.update_with(&key(k), |v| {
+                            bump(v);
+                            // The other thread may go now: it runs into this latch.
+                            turn.store(r + 1, Ordering::Release);
+                            if r + 1 < rounds {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        let stats = tree.stats();
+        assert!(stats.contention_splits > 0, "{stats:?}");
+        assert_ne!(tree.leaf_page_of(&key(a)), tree.leaf_page_of(&key(b)));
+        tree.check_invariants().unwrap();
+        for k in [a, b] {
+            let v = tree.get(&key(k)).unwrap();
+            assert_eq!(
+                u64::from_le_bytes(v[..8].try_into().unwrap()),
+                rounds as u64 / 2
+            );
+        }
+    }
+}
+
 /// With the default settings, 8 threads updating 8 adjacent keys (one leaf) on a 2-core
 /// machine make the leaf latch contended, and Contention Split separates them.
 #[test]

@@ -91,6 +91,10 @@ pub(crate) trait Access<'t> {
         latch: &'t HybridLatch,
         above: &OptimisticGuard<'t>,
     ) -> Result<Self::Guard, Restart>;
+    /// The node was entered after a wait for a snapshot of the same latch (the root, which
+    /// the descent snapshots before it knows that the root is its target).
+    #[inline]
+    fn waited(_guard: &mut Self::Guard) {}
 }
 
 /// A snapshot of the node reached: `WAIT` says whether to wait for a writer (see the module
@@ -144,6 +148,12 @@ impl<'t> Access<'t> for Exclusive<'t> {
         };
         above.validate()?;
         Ok(x)
+    }
+    /// A writer that waited for the root leaf's snapshot found the leaf latch taken, as one
+    /// that waits in `exclusive()` does: Contention Split counts the wait.
+    #[inline]
+    fn waited(guard: &mut ExclusiveGuard<'t>) {
+        guard.mark_slow_path();
     }
 }
 
@@ -217,7 +227,10 @@ impl TreeCore {
         let (meta, root) = self.root_snapshot::<A>()?;
         if root.node.level() == level {
             root.guard.validate()?;
-            let guard = access.enter(root.guard.latch(), &meta)?;
+            let mut guard = access.enter(root.guard.latch(), &meta)?;
+            if root.guard.slow_path() {
+                A::waited(&mut guard);
+            }
             if root.node.level() != level {
                 return Err(Restart);
             }

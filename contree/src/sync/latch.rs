@@ -426,6 +426,13 @@ impl<'a> ExclusiveGuard<'a> {
         self.slow_path
     }
 
+    /// Records that the holder waited for this latch although the acquisition itself did
+    /// not: it waited for a snapshot of the same latch just before (a descent whose root is
+    /// the leaf it latches).
+    pub fn mark_slow_path(&mut self) {
+        self.slow_path = true;
+    }
+
     /// The address of the latch this guard holds (to check that it covers a given page).
     pub fn latch_addr(&self) -> usize {
         self.latch as *const HybridLatch as usize
