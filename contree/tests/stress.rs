@@ -14,7 +14,11 @@
 //! increment, the contents equal the owners' models merged, `len()` agrees and
 //! `check_invariants()` passes.
 //!
-//! `splits_and_merges_under_load`: 4 KiB pages; each thread inserts its share of many keys and
+//! `mixed_workload_at_other_page_sizes` runs it at 512-byte (values out of line in the blob
+//! heap, a tree of four levels), 16 KiB and 64 KiB pages.
+//!
+//! `splits_and_merges_under_load`: 4 KiB pages (`..._at_other_page_sizes`: 512 bytes and
+//! 64 KiB); each thread inserts its share of many keys and
 //! then removes most of them, for several rounds, while also reading and scanning the other
 //! threads' keys. The tree must report both splits and merges, and end exactly as expected.
 //!
@@ -418,9 +422,27 @@ fn worker(tree: &Tree, layout: &Layout, me: usize, ops: usize, seed: u64) -> Out
 
 #[test]
 fn mixed_workload_matches_oracle() {
-    let ops = total_ops();
+    mixed_workload(Config::default(), total_ops());
+}
+
+/// The mixed workload at the other page sizes, a quarter of the operations each: 512 bytes
+/// (the tests build with `small-pages`; most values go out of line into the blob heap, and
+/// the tree is deep), 16 KiB and 64 KiB.
+#[test]
+fn mixed_workload_at_other_page_sizes() {
+    for page_size in [512, 16 * 1024, 64 * 1024] {
+        let config = Config {
+            page_size,
+            ..Config::default()
+        };
+        mixed_workload(config, total_ops() / 4);
+    }
+}
+
+fn mixed_workload(config: Config, ops: usize) {
     let layout = Layout::new(24_000);
-    let tree = Tree::new();
+    let page_size = config.page_size;
+    let tree = Tree::with_config(config).unwrap();
     for id in 0..layout.keys {
         match layout.class(id) {
             Class::Stable => {
@@ -488,8 +510,8 @@ fn mixed_workload_matches_oracle() {
     }
     let stats = tree.stats();
     eprintln!(
-        "mixed workload: {ops} ops by {} threads in {elapsed:.2?} ({:.2} Mops/s); \
-         {} scans returned {} entries; final {} entries; {stats:?}",
+        "mixed workload, {page_size}-byte pages: {ops} ops by {} threads in {elapsed:.2?} \
+         ({:.2} Mops/s); {} scans returned {} entries; final {} entries; {stats:?}",
         layout.threads,
         ops as f64 / elapsed.as_secs_f64() / 1e6,
         outcomes.iter().map(|o| o.scans).sum::<u64>(),
@@ -578,11 +600,23 @@ fn sm_check_scan(
 
 #[test]
 fn splits_and_merges_under_load() {
-    let per_thread = (total_ops() / 40).clamp(2_000, 30_000) as u32;
+    splits_and_merges(4096, (total_ops() / 40).clamp(2_000, 30_000) as u32);
+}
+
+/// The same at 512-byte pages (many levels, many more splits and merges per key) and at
+/// 64 KiB pages (few, large leaves).
+#[test]
+fn splits_and_merges_at_other_page_sizes() {
+    let per_thread = (total_ops() / 80).clamp(2_000, 15_000) as u32;
+    splits_and_merges(512, per_thread);
+    splits_and_merges(64 * 1024, per_thread * 2);
+}
+
+fn splits_and_merges(page_size: usize, per_thread: u32) {
     let rounds = 3u32;
     let threads = threads();
     let config = Config {
-        page_size: 4096,
+        page_size,
         ..Config::default()
     };
     let tree = Tree::with_config(config).unwrap();
@@ -691,11 +725,11 @@ fn splits_and_merges_under_load() {
         "contents differ"
     );
     let stats = tree.stats();
-    eprintln!("splits and merges: {per_thread} keys x {threads} threads x {rounds} rounds in {elapsed:.2?}; {stats:?}");
+    eprintln!("splits and merges, {page_size}-byte pages: {per_thread} keys x {threads} threads x {rounds} rounds in {elapsed:.2?}; {stats:?}");
     assert!(stats.splits > 100, "too few splits: {}", stats.splits);
     assert!(stats.merges > 10, "too few merges: {}", stats.merges);
     // Only every tenth key is left: the tree must have shrunk back.
-    let full_leaves = (expect.len() * 10 * 30) / 4096;
+    let full_leaves = (expect.len() * 10 * 30) / page_size;
     assert!(
         stats.leaf_pages < full_leaves,
         "{} leaves for {} entries: merges did not shrink the tree",
