@@ -316,6 +316,51 @@ fn invalid_configs() {
         ),
         (
             Config {
+                contention_sample_shift: 17,
+                contention_period_shift: 20,
+                ..Config::default()
+            },
+            "contention_sample_shift",
+        ),
+        (
+            Config {
+                contention_period_shift: 25,
+                ..Config::default()
+            },
+            "contention_period_shift",
+        ),
+        (
+            // The period must not end more often than a change is sampled.
+            Config {
+                contention_sample_shift: 4,
+                contention_period_shift: 3,
+                ..Config::default()
+            },
+            "contention_period_shift",
+        ),
+        (
+            Config {
+                contention_threshold: -0.01,
+                ..Config::default()
+            },
+            "contention_threshold",
+        ),
+        (
+            Config {
+                contention_threshold: 1.5,
+                ..Config::default()
+            },
+            "contention_threshold",
+        ),
+        (
+            Config {
+                contention_threshold: f64::NAN,
+                ..Config::default()
+            },
+            "contention_threshold",
+        ),
+        (
+            Config {
                 xmerge_group: 1,
                 ..Config::default()
             },

@@ -1,5 +1,6 @@
 //! XMerge through the public API: a concurrent stress run beside an aggressive space
-//! manager, the memory budget (XMerge frees pages before `OutOfSpace` is returned), sorted
+//! manager (also with groups of 2 at 512-byte pages and of 16, and `compact()` called
+//! beside the writers), the memory budget (XMerge frees pages before `OutOfSpace` is returned), sorted
 //! string keys, and the space manager's lifecycle.
 //!
 //! Run: `cargo test -p contree --release --test xmerge`.
@@ -35,24 +36,68 @@ fn assert_matches(tree: &Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
 /// A space manager that never sleeps and never reaches its target runs beside inserts,
 /// removes, in-place updates of shared counters (which Contention Split splits apart) and
 /// scans; afterwards the tree equals the oracle and no counter update was lost.
-#[test]
-fn stress_beside_an_aggressive_space_manager() {
-    let tree = Tree::with_config(Config {
+/// An aggressive space manager and Contention Split beside the writers.
+fn aggressive() -> Config {
+    Config {
         fill_target: 1.0,
         space_manager_share: 1.0,
         contention_sample_shift: 0,
         contention_period_shift: 4,
         contention_threshold: 0.05,
         ..Config::default()
-    })
-    .unwrap();
-    const WRITERS: u64 = 4;
-    const OPS: usize = 200_000;
-    const COUNTERS: u64 = 8;
-    let _watchdog = watchdog(
+    }
+}
+
+#[test]
+fn stress_beside_an_aggressive_space_manager() {
+    stress(
         "stress_beside_an_aggressive_space_manager",
-        Duration::from_secs(600),
+        aggressive(),
+        200_000,
+        false,
     );
+}
+
+/// XMerge groups of two (the smallest) at 512-byte pages, and a thread that calls
+/// `compact()` over and over beside the writers and the space manager.
+#[test]
+fn compact_beside_writers_with_groups_of_two() {
+    let config = Config {
+        xmerge_group: 2,
+        page_size: 512,
+        ..aggressive()
+    };
+    stress(
+        "compact_beside_writers_with_groups_of_two",
+        config,
+        60_000,
+        true,
+    );
+}
+
+/// XMerge groups of sixteen (the largest), `compact()` beside the writers.
+#[test]
+fn compact_beside_writers_with_groups_of_sixteen() {
+    let config = Config {
+        xmerge_group: 16,
+        ..aggressive()
+    };
+    stress(
+        "compact_beside_writers_with_groups_of_sixteen",
+        config,
+        60_000,
+        true,
+    );
+}
+
+/// Four writers (each its own keys, against its own oracle, and shared counters), a
+/// scanner checking that stable keys are always seen, both ways, and with `compact` a
+/// thread that runs `Tree::compact` until the writers are done.
+fn stress(name: &'static str, config: Config, ops: usize, compact: bool) {
+    let tree = Tree::with_config(config).unwrap();
+    const WRITERS: u64 = 4;
+    const COUNTERS: u64 = 8;
+    let _watchdog = watchdog(name, Duration::from_secs(600));
     let counter_key = |c: u64| format!("counter{c}").into_bytes();
     for c in 0..COUNTERS {
         tree.insert(&counter_key(c), &0u64.to_le_bytes()).unwrap();
@@ -84,13 +129,21 @@ fn stress_beside_an_aggressive_space_manager() {
             }
             scans
         });
+        let compactor = s.spawn(|| {
+            let mut freed = 0;
+            while compact && !done.load(Ordering::Relaxed) {
+                freed += tree.compact();
+                std::thread::yield_now();
+            }
+            freed
+        });
         let writers: Vec<_> = (0..WRITERS)
             .map(|t| {
                 let tree = &tree;
                 s.spawn(move || {
                     let mut oracle = BTreeMap::new();
                     let mut x = 0x9e37_79b9 + t;
-                    for i in 0..OPS {
+                    for i in 0..ops {
                         let r = xorshift(&mut x);
                         // Keys of this thread: the low byte is the thread number.
                         let k = ((r % 20_000) << 8 | t).to_be_bytes().to_vec();
@@ -130,13 +183,19 @@ fn stress_beside_an_aggressive_space_manager() {
         let results: Vec<_> = writers.into_iter().map(|w| w.join()).collect();
         done.store(true, Ordering::Relaxed);
         assert!(scanner.join().unwrap() > 0);
+        let freed = compactor.join().unwrap();
+        eprintln!("{name}: compact() freed {freed} pages beside the writers");
+        assert!(
+            !compact || freed > 0,
+            "compact() beside the writers freed nothing"
+        );
         results
             .into_iter()
             .map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     });
     let stats = tree.stats();
-    eprintln!("{stats:?}");
+    eprintln!("{name}: {stats:?}");
     assert!(stats.xmerges > 0, "{stats:?}");
     assert!(stats.contention_splits > 0, "{stats:?}");
     let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = oracles.into_iter().flatten().collect();
@@ -154,7 +213,7 @@ fn stress_beside_an_aggressive_space_manager() {
     let mut updates = 0;
     for t in 0..WRITERS {
         let mut x = 0x9e37_79b9 + t;
-        for _ in 0..OPS {
+        for _ in 0..ops {
             if xorshift(&mut x) >> 60 >= 14 {
                 updates += 1;
             }
