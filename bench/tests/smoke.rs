@@ -116,8 +116,9 @@ fn every_workload_runs_briefly() {
         "0.01",
         "--records",
         "2000",
+        // contree among them: every workload runs it with two threads too.
         "--peers",
-        "bbtree,btreemap,congee",
+        "contree,bbtree,btreemap,congee",
         "--quiet",
     ];
     for workload in [
@@ -147,6 +148,14 @@ fn every_workload_runs_briefly() {
             "{workload}: {stdout}"
         );
         assert!(stdout.contains("btreemap"), "{workload}: {stdout}");
+        let contree_at_two = stdout.lines().any(|l| {
+            let mut words = l.split_whitespace();
+            words.next() == Some("contree") && words.next() == Some("2")
+        });
+        assert!(
+            contree_at_two,
+            "{workload}: no contree row at 2 threads: {stdout}"
+        );
     }
 }
 
