@@ -8,11 +8,15 @@
 //!
 //! Run: `cargo test -p contree --test blob`.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Config, Error, Tree, MAX_VALUE_LEN};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 #[path = "support/pages.rs"]
 mod pages;
@@ -335,6 +339,10 @@ fn random_mix_against_the_oracle() {
 /// every path; every value a reader sees must be one some writer wrote, whole.
 #[test]
 fn readers_never_see_torn_or_freed_values() {
+    let _watchdog = watchdog(
+        "readers_never_see_torn_or_freed_values",
+        Duration::from_secs(300),
+    );
     let ops: usize = std::env::var("CONTREE_STRESS_OPS")
         .ok()
         .and_then(|s| s.parse().ok())

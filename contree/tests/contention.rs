@@ -2,6 +2,9 @@
 //! under the default settings with 8 threads on a hot leaf, and oracle/invariant checks while
 //! aggressive contention splits run beside inserts, removes, updates and scans.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::{check_scan, check_scan_rev, watchdog};
 use contree::{Config, Tree};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,6 +34,10 @@ fn aggressive() -> Config {
 /// sampled slots differing, and the leaf is split between the keys.
 #[test]
 fn alternating_updates_split_between_the_two_keys() {
+    let _watchdog = watchdog(
+        "alternating_updates_split_between_the_two_keys",
+        Duration::from_secs(300),
+    );
     let tree = Tree::with_config(aggressive()).unwrap();
     // The inserts themselves already cause contention splits (threshold 0): pick two keys
     // that still share a leaf, with a key between them.
@@ -90,6 +97,10 @@ fn two_keys_of_one_leaf(tree: &Tree, keys: u32) -> (u32, u32) {
 /// contended and the leaf is never split, however often the two slots differ.
 #[test]
 fn turn_taking_without_latch_waits_never_splits() {
+    let _watchdog = watchdog(
+        "turn_taking_without_latch_waits_never_splits",
+        Duration::from_secs(300),
+    );
     // The root is the leaf; then a leaf under inner nodes.
     for keys in [200, 5000] {
         let config = Config {
@@ -133,6 +144,10 @@ fn turn_taking_without_latch_waits_never_splits() {
 /// leaf is split between the keys: detection, not the threshold, made the split.
 #[test]
 fn updates_that_wait_on_the_leaf_latch_split_it() {
+    let _watchdog = watchdog(
+        "updates_that_wait_on_the_leaf_latch_split_it",
+        Duration::from_secs(300),
+    );
     // The root is the leaf; then a leaf under inner nodes.
     for keys in [200, 5000] {
         let config = Config {
@@ -187,6 +202,10 @@ fn updates_that_wait_on_the_leaf_latch_split_it() {
 /// machine make the leaf latch contended, and Contention Split separates them.
 #[test]
 fn default_settings_split_a_hot_leaf_under_8_threads() {
+    let _watchdog = watchdog(
+        "default_settings_split_a_hot_leaf_under_8_threads",
+        Duration::from_secs(300),
+    );
     let tree = Tree::new();
     for i in 0..10_000 {
         tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
@@ -240,6 +259,10 @@ fn default_settings_split_a_hot_leaf_under_8_threads() {
 /// tree matches the oracle, the counters lost nothing and the structure is valid.
 #[test]
 fn contention_splits_keep_the_oracle_and_invariants() {
+    let _watchdog = watchdog(
+        "contention_splits_keep_the_oracle_and_invariants",
+        Duration::from_secs(300),
+    );
     let tree = Tree::with_config(aggressive()).unwrap();
     let threads = 4u32;
     let per_thread = 60_000u32;
@@ -271,18 +294,15 @@ fn contention_splits_keep_the_oracle_and_invariants() {
                             }
                             6 => assert_eq!(tree.get(&k), oracle.get(&k).cloned()),
                             _ => {
-                                if i % 4096 == 7 {
-                                    let keys: Vec<_> =
-                                        tree.iter().map(|(k, _)| k.into_vec()).collect();
-                                    assert!(
-                                        keys.windows(2).all(|w| w[0] < w[1]),
-                                        "scan out of order"
-                                    );
-                                    for c in counters {
-                                        assert!(
-                                            keys.binary_search(&key(*c)).is_ok(),
-                                            "scan lost a counter"
-                                        );
+                                if i % 1024 == 7 {
+                                    // Complete for the counters, which are never removed,
+                                    // in both directions.
+                                    let stable: Vec<Vec<u8>> =
+                                        counters.iter().map(|&c| key(c)).collect();
+                                    if i % 2048 == 7 {
+                                        check_scan(tree.iter().map(|(k, _)| k), &stable);
+                                    } else {
+                                        check_scan_rev(tree.iter().rev().map(|(k, _)| k), &stable);
                                     }
                                 }
                             }

@@ -10,12 +10,16 @@
 //!   must be strictly ordered and contain every stable key with its value.
 //! * `scan_closure_may_write_the_tree`: a visitor that writes to the tree does not hang.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Bytes, Config, Cursor, Tree};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -227,6 +231,10 @@ fn scans_match_oracle() {
 
 #[test]
 fn cursors_stay_consistent_under_writers() {
+    let _watchdog = watchdog(
+        "cursors_stay_consistent_under_writers",
+        Duration::from_secs(300),
+    );
     let tree = Arc::new(Tree::with_config(Config::default()).unwrap());
     // Stable keys: multiples of 4, value = the key. Writers touch the other keys only.
     let stable: Vec<u64> = (0..20_000u64).map(|i| i * 4).collect();

@@ -7,9 +7,13 @@
 //!
 //! Run: `cargo test -p contree --test heap`.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Config, Tree};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 #[path = "support/pages.rs"]
 mod pages;
@@ -169,6 +173,10 @@ fn the_switch_off_puts_every_blob_in_whole_pages() {
 
 #[test]
 fn readers_see_whole_entries_while_pages_are_packed() {
+    let _watchdog = watchdog(
+        "readers_see_whole_entries_while_pages_are_packed",
+        Duration::from_secs(300),
+    );
     let tree = tree_with(4096);
     let n = 64u32;
     let lens = [1100usize, 1700, 2300, 3100, 4000];

@@ -6,6 +6,9 @@
 //! Run (part of `scripts/test.sh`):
 //! `cargo test -p contree --release --features latch-stats --test latch_stats`.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Config, Tree};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -49,6 +52,10 @@ fn one_thread_never_waits_nor_hands_off() {
 /// follows the main thread's inserts), and none waits.
 #[test]
 fn strict_turns_hand_off_every_time_without_waiting() {
+    let _watchdog = watchdog(
+        "strict_turns_hand_off_every_time_without_waiting",
+        Duration::from_secs(300),
+    );
     let tree = one_leaf();
     let rounds = 200;
     let turn = Mutex::new(0usize);
@@ -81,6 +88,7 @@ fn strict_turns_hand_off_every_time_without_waiting() {
 /// thread.
 #[test]
 fn forced_waits_are_counted() {
+    let _watchdog = watchdog("forced_waits_are_counted", Duration::from_secs(300));
     let tree = one_leaf();
     let rounds = 200;
     let turn = AtomicUsize::new(0);

@@ -7,11 +7,15 @@
 //!
 //! Run: `cargo test -p contree --test long_keys`.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Config, Error, Tree, MAX_KEY_LEN};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 #[path = "support/pages.rs"]
 mod pages;
@@ -242,6 +246,10 @@ fn limits_and_errors() {
 /// keys in order.
 #[test]
 fn readers_race_writers_of_long_keys() {
+    let _watchdog = watchdog(
+        "readers_race_writers_of_long_keys",
+        Duration::from_secs(300),
+    );
     let tree = tree_with(4096);
     let stop = AtomicBool::new(false);
     let value_of = |k: &[u8]| (k.len() as u32).to_le_bytes().to_vec();

@@ -3,6 +3,9 @@
 //! pages never exceed twice the pages a freshly compacted tree needs for the live entries,
 //! plus 64.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Config, Error, Tree};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -276,6 +279,10 @@ fn compact_reaches_its_fixpoint_in_one_call() {
 /// thread holds in a long `update_with`.
 #[test]
 fn compact_does_not_wait_for_a_busy_root_leaf() {
+    let _watchdog = watchdog(
+        "compact_does_not_wait_for_a_busy_root_leaf",
+        Duration::from_secs(300),
+    );
     let t = Tree::with_config(config(false)).unwrap();
     t.insert(b"k", &[0u8; 8]).unwrap();
     let inside = AtomicBool::new(false);
@@ -339,6 +346,10 @@ fn emptied_memory_goes_back_to_the_system() {
 /// stale optimistic read through.
 #[test]
 fn readers_stay_correct_while_pages_go_back_and_return() {
+    let _watchdog = watchdog(
+        "readers_stay_correct_while_pages_go_back_and_return",
+        Duration::from_secs(300),
+    );
     let t = Tree::with_config(Config {
         page_size: 4096,
         ..config(false)

@@ -27,10 +27,14 @@
 //! ThreadSanitizer), `CONTREE_STRESS_THREADS` raises the thread count (default 4) and
 //! `STRESS_SEED` changes the random seed. Run: `cargo test -p contree --test stress`.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Bytes, Config, Tree};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::time::Duration;
 use std::time::Instant;
 
 /// Worker threads per test: `CONTREE_STRESS_THREADS`, at least (and by default) 4.
@@ -422,6 +426,7 @@ fn worker(tree: &Tree, layout: &Layout, me: usize, ops: usize, seed: u64) -> Out
 
 #[test]
 fn mixed_workload_matches_oracle() {
+    let _watchdog = watchdog("mixed_workload_matches_oracle", Duration::from_secs(600));
     mixed_workload(Config::default(), total_ops());
 }
 
@@ -430,6 +435,10 @@ fn mixed_workload_matches_oracle() {
 /// the tree is deep), 16 KiB and 64 KiB.
 #[test]
 fn mixed_workload_at_other_page_sizes() {
+    let _watchdog = watchdog(
+        "mixed_workload_at_other_page_sizes",
+        Duration::from_secs(600),
+    );
     for page_size in [512, 16 * 1024, 64 * 1024] {
         let config = Config {
             page_size,
@@ -600,6 +609,7 @@ fn sm_check_scan(
 
 #[test]
 fn splits_and_merges_under_load() {
+    let _watchdog = watchdog("splits_and_merges_under_load", Duration::from_secs(600));
     splits_and_merges(4096, (total_ops() / 40).clamp(2_000, 30_000) as u32);
 }
 
@@ -607,6 +617,10 @@ fn splits_and_merges_under_load() {
 /// 64 KiB pages (few, large leaves).
 #[test]
 fn splits_and_merges_at_other_page_sizes() {
+    let _watchdog = watchdog(
+        "splits_and_merges_at_other_page_sizes",
+        Duration::from_secs(600),
+    );
     let per_thread = (total_ops() / 80).clamp(2_000, 15_000) as u32;
     splits_and_merges(512, per_thread);
     splits_and_merges(64 * 1024, per_thread * 2);

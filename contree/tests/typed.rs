@@ -1,9 +1,13 @@
 //! The typed layer: codec round trips and order preservation (property tests), and
 //! `TreeMap` checked against a `std::collections::BTreeMap` oracle.
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
 use std::ops::Bound;
+use std::time::Duration;
 
 use contree::{Config, Error, KeyCodec, KeyEncode, TreeMap, ValueCodec, ValueEncode};
 use proptest::prelude::*;
@@ -896,6 +900,7 @@ fn stored_bytes_are_the_codec_bytes() {
 
 #[test]
 fn concurrent_writers_and_readers() {
+    let _watchdog = watchdog("concurrent_writers_and_readers", Duration::from_secs(300));
     let map: TreeMap<(u8, u32), u64> = TreeMap::new();
     // Stable keys above every writer's, which no writer touches; scans must return each.
     for i in 0..500u32 {

@@ -8,12 +8,16 @@
 #[path = "support/prop.rs"]
 mod prop_support;
 
+#[path = "support/concurrent.rs"]
+mod concurrent;
+use concurrent::watchdog;
 use contree::{Config, TreeMap};
 use prop_support::prop_config;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, RangeBounds};
 use std::sync::Mutex;
+use std::time::Duration;
 
 type Key = (String, u32);
 
@@ -160,6 +164,10 @@ proptest! {
 
 #[test]
 fn concurrent_pops_hand_out_every_entry_once() {
+    let _watchdog = watchdog(
+        "concurrent_pops_hand_out_every_entry_once",
+        Duration::from_secs(300),
+    );
     const N: u64 = 20_000;
     for first in [true, false] {
         let map: TreeMap<u64, u64> = (0..N).map(|i| (i, i * 3)).collect();
@@ -204,6 +212,10 @@ fn pops_pass_over_entries_that_do_not_decode() {
 
 #[test]
 fn pops_racing_inserts_hand_out_each_entry_once() {
+    let _watchdog = watchdog(
+        "pops_racing_inserts_hand_out_each_entry_once",
+        Duration::from_secs(300),
+    );
     const PER_WRITER: u64 = 5_000;
     const WRITERS: u64 = 2;
     let map: TreeMap<u64, u64> = TreeMap::new();
