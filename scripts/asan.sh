@@ -12,7 +12,10 @@
 #
 # The test profile (opt-level 2 with debug assertions) keeps the tree's own checks on.
 #
-# Usage: scripts/asan.sh [extra cargo test args, e.g. -- mixed_workload]
+# Two tests are skipped: one measures resident memory given back to the system (ASan's
+# quarantine and shadow memory keep it) and one times failing inserts (ASan slows them).
+#
+# Usage: scripts/asan.sh [test binary args, e.g. a test name filter]
 # Environment: CONTREE_STRESS_OPS (default 500000), RUST_TEST_THREADS (default 1),
 #              CARGO_TARGET_DIR (default target-asan in the workspace root).
 set -euo pipefail
@@ -45,4 +48,6 @@ export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 # --target keeps the sanitizer flags away from build scripts and proc macros.
 exec cargo +nightly test "${build_std[@]}" --target "$host" -p contree \
     --test stress --test xmerge --test heap --test blob --test long_keys --test space_churn \
-    --test cursor "$@"
+    --test cursor --no-fail-fast -- \
+    --skip emptied_memory_goes_back_to_the_system --skip failing_inserts_at_the_budget_are_fast \
+    "$@"

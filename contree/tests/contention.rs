@@ -5,20 +5,13 @@
 #[path = "support/concurrent.rs"]
 mod concurrent;
 use concurrent::{check_scan, check_scan_rev, watchdog};
+#[path = "support/turns.rs"]
+mod turns;
 use contree::{Config, Tree};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
-}
-
-fn bump(v: &mut [u8]) {
-    let n = u64::from_le_bytes(v[..8].try_into().unwrap()) + 1;
-    v[..8].copy_from_slice(&n.to_le_bytes());
-}
+use turns::{bump, count, forced_waits, key, strict_turns};
 
 fn aggressive() -> Config {
     Config {
@@ -49,34 +42,14 @@ fn alternating_updates_split_between_the_two_keys() {
         .map(|i| (i, i + 2))
         .expect("some leaf holds three keys");
     let before = tree.stats().contention_splits;
-    let turn = Mutex::new(0usize);
     let rounds = 200;
-    std::thread::scope(|s| {
-        for (me, k) in [(0usize, a), (1, b)] {
-            let (tree, turn) = (&tree, &turn);
-            s.spawn(move || {
-                let mut done = 0;
-                while done < rounds {
-                    let mut t = turn.lock().unwrap();
-                    if *t % 2 != me {
-                        drop(t);
-                        std::thread::yield_now();
-                        continue;
-                    }
-                    tree.update_with(&key(k), bump).unwrap();
-                    *t += 1;
-                    done += 1;
-                }
-            });
-        }
-    });
+    strict_turns(&tree, [a, b], 2 * rounds);
     let stats = tree.stats();
     assert!(stats.contention_splits > before, "{stats:?}");
     assert_ne!(tree.leaf_page_of(&key(a)), tree.leaf_page_of(&key(b)));
     tree.check_invariants().unwrap();
     for (i, expect) in [(a, rounds as u64), (b, rounds as u64), (a + 1, 0)] {
-        let v = tree.get(&key(i)).unwrap();
-        assert_eq!(u64::from_le_bytes(v[..8].try_into().unwrap()), expect);
+        assert_eq!(count(&tree, i), expect);
     }
 }
 
@@ -112,26 +85,7 @@ fn turn_taking_without_latch_waits_never_splits() {
             tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
         }
         let (a, b) = two_keys_of_one_leaf(&tree, keys);
-        let turn = Mutex::new(0usize);
-        std::thread::scope(|s| {
-            for (me, k) in [(0usize, a), (1, b)] {
-                let (tree, turn) = (&tree, &turn);
-                s.spawn(move || {
-                    let mut done = 0;
-                    while done < 300 {
-                        let mut t = turn.lock().unwrap();
-                        if *t % 2 != me {
-                            drop(t);
-                            std::thread::yield_now();
-                            continue;
-                        }
-                        tree.update_with(&key(k), bump).unwrap();
-                        *t += 1;
-                        done += 1;
-                    }
-                });
-            }
-        });
+        strict_turns(&tree, [a, b], 600);
         let stats = tree.stats();
         assert_eq!(stats.contention_splits, 0, "{stats:?}");
         assert_eq!(tree.leaf_page_of(&key(a)), tree.leaf_page_of(&key(b)));
@@ -159,42 +113,13 @@ fn updates_that_wait_on_the_leaf_latch_split_it() {
             tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
         }
         let (a, b) = two_keys_of_one_leaf(&tree, keys);
-        let turn = AtomicUsize::new(0);
         let rounds = 300;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        std::thread::scope(|s| {
-            for (me, k) in [(0usize, a), (1, b)] {
-                let (tree, turn) = (&tree, &turn);
-                s.spawn(move || {
-                    for r in (me..rounds).step_by(2) {
-                        while turn.load(Ordering::Acquire) != r {
-                            assert!(Instant::now() < deadline, "turn {r} never came");
-                            std::thread::yield_now();
-                        }
-                        tree.update_with(&key(k), |v| {
-                            bump(v);
-                            // The other thread may go now: it runs into this latch.
-                            turn.store(r + 1, Ordering::Release);
-                            if r + 1 < rounds {
-                                std::thread::sleep(Duration::from_millis(1));
-                            }
-                        })
-                        .unwrap();
-                    }
-                });
-            }
-        });
+        forced_waits(&tree, [a, b], rounds, Duration::from_millis(1));
         let stats = tree.stats();
         assert!(stats.contention_splits > 0, "{stats:?}");
         assert_ne!(tree.leaf_page_of(&key(a)), tree.leaf_page_of(&key(b)));
         tree.check_invariants().unwrap();
-        for k in [a, b] {
-            let v = tree.get(&key(k)).unwrap();
-            assert_eq!(
-                u64::from_le_bytes(v[..8].try_into().unwrap()),
-                rounds as u64 / 2
-            );
-        }
+        assert_eq!([count(&tree, a), count(&tree, b)], [rounds as u64 / 2; 2]);
     }
 }
 
@@ -243,10 +168,7 @@ fn default_settings_split_a_hot_leaf_under_8_threads() {
         start.elapsed()
     );
     tree.check_invariants().unwrap();
-    let total: u64 = hot
-        .iter()
-        .map(|&k| u64::from_le_bytes(tree.get(&key(k)).unwrap()[..8].try_into().unwrap()))
-        .sum();
+    let total: u64 = hot.iter().map(|&k| count(&tree, k)).sum();
     assert_eq!(
         total as usize,
         ops.load(Ordering::Relaxed),
@@ -318,10 +240,7 @@ fn contention_splits_keep_the_oracle_and_invariants() {
     let stats = tree.stats();
     assert!(stats.contention_splits > 0, "{stats:?}");
     let mut expect: BTreeMap<Vec<u8>, Vec<u8>> = oracles.into_iter().flatten().collect();
-    let bumps: u64 = counters
-        .iter()
-        .map(|&c| u64::from_le_bytes(tree.get(&key(c)).unwrap()[..8].try_into().unwrap()))
-        .sum();
+    let bumps: u64 = counters.iter().map(|&c| count(&tree, c)).sum();
     assert_eq!(
         bumps,
         (threads * per_thread / 8) as u64,

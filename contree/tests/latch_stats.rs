@@ -9,19 +9,11 @@
 #[path = "support/concurrent.rs"]
 mod concurrent;
 use concurrent::watchdog;
+#[path = "support/turns.rs"]
+mod turns;
 use contree::{Config, Tree};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
-}
-
-fn bump(v: &mut [u8]) {
-    let n = u64::from_le_bytes(v[..8].try_into().unwrap()) + 1;
-    v[..8].copy_from_slice(&n.to_le_bytes());
-}
+use std::time::Duration;
+use turns::{bump, count, forced_waits, key, strict_turns};
 
 /// A tree of one leaf with keys `0..200`, Contention Split off (so the leaf stays one).
 fn one_leaf() -> Tree {
@@ -58,26 +50,7 @@ fn strict_turns_hand_off_every_time_without_waiting() {
     );
     let tree = one_leaf();
     let rounds = 200;
-    let turn = Mutex::new(0usize);
-    std::thread::scope(|s| {
-        for me in 0..2 {
-            let (tree, turn) = (&tree, &turn);
-            s.spawn(move || {
-                let mut done = 0;
-                while done < rounds / 2 {
-                    let mut t = turn.lock().unwrap();
-                    if *t % 2 != me {
-                        drop(t);
-                        std::thread::yield_now();
-                        continue;
-                    }
-                    tree.update_with(&key(me as u32 * 7), bump).unwrap();
-                    *t += 1;
-                    done += 1;
-                }
-            });
-        }
-    });
+    strict_turns(&tree, [0, 7], rounds);
     let stats = tree.stats();
     assert_eq!(stats.latch_slow_paths, 0, "{stats:?}");
     assert_eq!(stats.latch_handoffs, rounds as u64, "{stats:?}");
@@ -91,37 +64,9 @@ fn forced_waits_are_counted() {
     let _watchdog = watchdog("forced_waits_are_counted", Duration::from_secs(300));
     let tree = one_leaf();
     let rounds = 200;
-    let turn = AtomicUsize::new(0);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    std::thread::scope(|s| {
-        for me in 0..2usize {
-            let (tree, turn) = (&tree, &turn);
-            s.spawn(move || {
-                for r in (me..rounds).step_by(2) {
-                    while turn.load(Ordering::Acquire) != r {
-                        assert!(Instant::now() < deadline, "turn {r} never came");
-                        std::thread::yield_now();
-                    }
-                    tree.update_with(&key(me as u32 * 7), |v| {
-                        bump(v);
-                        turn.store(r + 1, Ordering::Release);
-                        if r + 1 < rounds {
-                            std::thread::sleep(Duration::from_millis(3));
-                        }
-                    })
-                    .unwrap();
-                }
-            });
-        }
-    });
+    forced_waits(&tree, [0, 7], rounds, Duration::from_millis(3));
     let stats = tree.stats();
     assert!(stats.latch_slow_paths as usize >= rounds / 2, "{stats:?}");
     assert_eq!(stats.latch_handoffs, rounds as u64, "{stats:?}");
-    for me in 0..2 {
-        let v = tree.get(&key(me * 7)).unwrap();
-        assert_eq!(
-            u64::from_le_bytes(v[..8].try_into().unwrap()),
-            rounds as u64 / 2
-        );
-    }
+    assert_eq!([count(&tree, 0), count(&tree, 7)], [rounds as u64 / 2; 2]);
 }
