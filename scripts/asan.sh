@@ -23,24 +23,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-    echo "asan.sh: the nightly toolchain is required (rustup toolchain install nightly)" >&2
-    exit 2
-fi
-host="$(rustc +nightly -vV | sed -n 's/^host: //p')"
-
-build_std=()
-flags="-Zsanitizer=address -Csymbol-mangling-version=v0"
-if rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
-    build_std=(-Zbuild-std)
-else
-    echo "asan.sh: nightly rust-src is missing; using the uninstrumented std" \
-         "(rustup component add rust-src --toolchain nightly to fix)" >&2
-    flags="$flags -Cunsafe-allow-abi-mismatch=sanitizer"
-fi
-
-export RUSTFLAGS="$flags"
-export RUSTDOCFLAGS="$flags"
+# shellcheck source=lib/sanitizer.sh
+source "$root/scripts/lib/sanitizer.sh"
+sanitizer_setup asan.sh "-Zsanitizer=address -Csymbol-mangling-version=v0"
 export ASAN_OPTIONS="detect_leaks=1 halt_on_error=1 detect_stack_use_after_return=1 ${ASAN_OPTIONS:-}"
 export CONTREE_STRESS_OPS="${CONTREE_STRESS_OPS:-500000}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-asan}"

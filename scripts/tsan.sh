@@ -16,24 +16,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-    echo "tsan.sh: the nightly toolchain is required (rustup toolchain install nightly)" >&2
-    exit 2
-fi
-host="$(rustc +nightly -vV | sed -n 's/^host: //p')"
-
-build_std=()
-flags="-Zsanitizer=thread -Csymbol-mangling-version=v0 --cfg contree_tsan"
-if rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
-    build_std=(-Zbuild-std)
-else
-    echo "tsan.sh: nightly rust-src is missing; using the uninstrumented std" \
-         "(rustup component add rust-src --toolchain nightly to fix)" >&2
-    flags="$flags -Cunsafe-allow-abi-mismatch=sanitizer"
-fi
-
-export RUSTFLAGS="$flags"
-export RUSTDOCFLAGS="$flags"
+# shellcheck source=lib/sanitizer.sh
+source "$root/scripts/lib/sanitizer.sh"
+sanitizer_setup tsan.sh "-Zsanitizer=thread -Csymbol-mangling-version=v0 --cfg contree_tsan"
 export TSAN_OPTIONS="suppressions=$root/contree/tsan.supp halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export CONTREE_STRESS_OPS="${CONTREE_STRESS_OPS:-200000}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-tsan}"

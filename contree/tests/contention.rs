@@ -53,16 +53,24 @@ fn alternating_updates_split_between_the_two_keys() {
     }
 }
 
-/// Two keys with a key between them in one leaf, past the middle of `keys` ascending keys.
-fn two_keys_of_one_leaf(tree: &Tree, keys: u32) -> (u32, u32) {
+/// A tree of `keys` ascending keys with Contention Split at threshold 0.5 (every change
+/// sampled, short periods), and two keys of one leaf with a key between them, past the
+/// middle. 200 keys: the root is the leaf; more: a leaf under inner nodes.
+fn threshold_half_tree(keys: u32) -> (Tree, [u32; 2]) {
+    let config = Config {
+        contention_threshold: 0.5,
+        ..aggressive()
+    };
+    let tree = Tree::with_config(config).unwrap();
+    for i in 0..keys {
+        tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
+    }
     let same = |a: u32, b: u32| tree.leaf_page_of(&key(a)) == tree.leaf_page_of(&key(b));
     let a = (keys / 2..keys - 2)
         .find(|&i| same(i, i + 2))
         .expect("some leaf holds three keys");
-    if keys > 1000 {
-        assert!(tree.stats().height > 1);
-    }
-    (a, a + 2)
+    assert_eq!(tree.stats().height > 1, keys > 1000);
+    (tree, [a, a + 2])
 }
 
 /// Detection off the path: two threads take strict turns (a mutex hands the turn over, so
@@ -76,15 +84,7 @@ fn turn_taking_without_latch_waits_never_splits() {
     );
     // The root is the leaf; then a leaf under inner nodes.
     for keys in [200, 5000] {
-        let config = Config {
-            contention_threshold: 0.5,
-            ..aggressive()
-        };
-        let tree = Tree::with_config(config).unwrap();
-        for i in 0..keys {
-            tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
-        }
-        let (a, b) = two_keys_of_one_leaf(&tree, keys);
+        let (tree, [a, b]) = threshold_half_tree(keys);
         strict_turns(&tree, [a, b], 600);
         let stats = tree.stats();
         assert_eq!(stats.contention_splits, 0, "{stats:?}");
@@ -104,15 +104,7 @@ fn updates_that_wait_on_the_leaf_latch_split_it() {
     );
     // The root is the leaf; then a leaf under inner nodes.
     for keys in [200, 5000] {
-        let config = Config {
-            contention_threshold: 0.5,
-            ..aggressive()
-        };
-        let tree = Tree::with_config(config).unwrap();
-        for i in 0..keys {
-            tree.insert(&key(i), &0u64.to_le_bytes()).unwrap();
-        }
-        let (a, b) = two_keys_of_one_leaf(&tree, keys);
+        let (tree, [a, b]) = threshold_half_tree(keys);
         let rounds = 300;
         forced_waits(&tree, [a, b], rounds, Duration::from_millis(1));
         let stats = tree.stats();

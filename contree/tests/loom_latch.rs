@@ -276,6 +276,40 @@ fn exclusive_writers_lose_no_update() {
     });
 }
 
+/// Two values that a writer changes together under `exclusive()`, for the seqlock models.
+struct Pair {
+    latch: HybridLatch,
+    a: AtomicU64,
+    b: AtomicU64,
+}
+
+impl Pair {
+    /// A pair `(0, 0)`, created on the model's main thread.
+    fn new() -> Arc<Pair> {
+        Arc::new(Pair {
+            latch: new_latch(),
+            a: AtomicU64::new(0),
+            b: AtomicU64::new(0),
+        })
+    }
+
+    /// Writes `(v, v)` under the exclusive latch, with Relaxed stores, as the tree writes
+    /// plain bytes.
+    fn write(&self, v: u64) {
+        let _g = self.latch.exclusive();
+        self.a.store(v, Ordering::Relaxed);
+        self.b.store(v, Ordering::Relaxed);
+    }
+
+    /// Reads `a` then `b` (Relaxed), under whatever guard the caller holds.
+    fn read(&self) -> (u64, u64) {
+        (
+            self.a.load(Ordering::Relaxed),
+            self.b.load(Ordering::Relaxed),
+        )
+    }
+}
+
 /// (b) The seqlock property: an optimistic reader reads two values that a writer changes
 /// together under `exclusive()`; whenever `validate()` succeeds, the pair is consistent.
 ///
@@ -285,24 +319,10 @@ fn exclusive_writers_lose_no_update() {
 #[test]
 fn optimistic_reader_validates_only_consistent_pairs() {
     check(|| {
-        struct Shared {
-            latch: HybridLatch,
-            a: AtomicU64,
-            b: AtomicU64,
-        }
-        let shared = Arc::new(Shared {
-            latch: new_latch(),
-            a: AtomicU64::new(0),
-            b: AtomicU64::new(0),
-        });
+        let shared = Pair::new();
 
         let w = shared.clone();
-        let writer = thread::spawn(move || {
-            let _g = w.latch.exclusive();
-            // Data is written with Relaxed stores, as the tree writes plain bytes.
-            w.a.store(1, Ordering::Relaxed);
-            w.b.store(1, Ordering::Relaxed);
-        });
+        let writer = thread::spawn(move || w.write(1));
 
         let guard = shared.latch.optimistic();
         let a = shared.a.load(Ordering::Relaxed);
@@ -318,22 +338,11 @@ fn optimistic_reader_validates_only_consistent_pairs() {
 #[test]
 fn optimistic_reader_two_writes() {
     check(|| {
-        struct Shared {
-            latch: HybridLatch,
-            a: AtomicU64,
-            b: AtomicU64,
-        }
-        let shared = Arc::new(Shared {
-            latch: new_latch(),
-            a: AtomicU64::new(0),
-            b: AtomicU64::new(0),
-        });
+        let shared = Pair::new();
         let w = shared.clone();
         let writer = thread::spawn(move || {
             for v in 1..=2 {
-                let _g = w.latch.exclusive();
-                w.a.store(v, Ordering::Relaxed);
-                w.b.store(v, Ordering::Relaxed);
+                w.write(v);
             }
         });
         // The reader reads b first, then a, i.e. in the opposite order of the writes.
@@ -489,49 +498,35 @@ fn upgrade_fails_after_intervening_writer() {
 #[test]
 fn upgrades_validate_like_validate() {
     check(|| {
-        struct Shared {
-            latch: HybridLatch,
-            a: AtomicU64,
-            b: AtomicU64,
-        }
-        let shared = Arc::new(Shared {
-            latch: new_latch(),
-            a: AtomicU64::new(0),
-            b: AtomicU64::new(0),
-        });
+        let shared = Pair::new();
         let w = shared.clone();
-        let writer = thread::spawn(move || {
-            let _g = w.latch.exclusive();
-            w.a.store(1, Ordering::Relaxed);
-            w.b.store(1, Ordering::Relaxed);
-        });
-        let read = |s: &Shared| (s.a.load(Ordering::Relaxed), s.b.load(Ordering::Relaxed));
+        let writer = thread::spawn(move || w.write(1));
 
         let g = shared.latch.optimistic();
-        let (a, b) = read(&shared);
+        let (a, b) = shared.read();
         if let Ok(held) = g.upgrade_shared() {
             assert_eq!(a, b, "upgrade_shared succeeded after a torn read");
             assert_eq!(
-                read(&shared),
+                shared.read(),
                 (a, b),
                 "the pair changed under a shared latch"
             );
             drop(held);
         }
         let g = shared.latch.optimistic();
-        let (a, b) = read(&shared);
+        let (a, b) = shared.read();
         // Ok(None): a holder is inside (no wait); Err: a writer came in between.
         if let Ok(Some(x)) = g.try_upgrade_exclusive() {
             assert_eq!(a, b, "try_upgrade_exclusive succeeded after a torn read");
             assert_eq!(
-                read(&shared),
+                shared.read(),
                 (a, b),
                 "the pair changed under an exclusive latch"
             );
             drop(x);
         }
         writer.join().unwrap();
-        assert_eq!(read(&shared), (1, 1));
+        assert_eq!(shared.read(), (1, 1));
     });
 }
 
