@@ -382,3 +382,55 @@ fn cursor_moves_see_writes_made_since_its_copy() {
         }
     }
 }
+
+/// Scans decode short entries (a one- or two-byte length header) on a lean path and the
+/// others on the general one: keys of 5 to 62 bytes (the most a 1 KiB page stores in line is
+/// 64) and values of every length up to 300 bytes (out of line above 256), at 1 KiB pages
+/// (so entries often end at the end of a page), read by every scan in both directions and
+/// by a cursor, against the oracle.
+#[test]
+fn scans_read_every_entry_form() {
+    let tree = Tree::with_config(Config {
+        page_size: 1024,
+        space_manager: false,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut oracle = Oracle::new();
+    let mut rng = StdRng::seed_from_u64(17);
+    for i in 0..3000u32 {
+        let mut k = b"p".to_vec();
+        k.extend_from_slice(&i.to_be_bytes());
+        let extra = (i as usize * 7) % 58;
+        k.extend((0..extra).map(|_| rng.gen::<u8>()));
+        let v: Vec<u8> = (0..(i as usize * 13) % 301).map(|j| j as u8).collect();
+        tree.insert(&k, &v).unwrap();
+        oracle.insert(k, v);
+    }
+    let all: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut seen = Vec::new();
+    tree.scan(.., |k, v| {
+        seen.push((k.to_vec(), v.to_vec()));
+        ControlFlow::<()>::Continue(())
+    });
+    assert_eq!(seen, all);
+    seen.clear();
+    tree.scan_rev(.., |k, v| {
+        seen.push((k.to_vec(), v.to_vec()));
+        ControlFlow::<()>::Continue(())
+    });
+    seen.reverse();
+    assert_eq!(seen, all);
+    let range: Vec<_> = tree.range(..).map(vecs).collect();
+    assert_eq!(range, all);
+    let back: Vec<_> = tree.range(..).rev().map(vecs).collect();
+    assert!(back.iter().rev().eq(all.iter()));
+    let mut c = tree.cursor();
+    let mut walked = Vec::new();
+    let mut ok = c.seek_to_first();
+    while ok {
+        walked.push(current(&c).unwrap());
+        ok = c.next();
+    }
+    assert_eq!(walked, all);
+}

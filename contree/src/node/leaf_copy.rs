@@ -52,6 +52,19 @@ enum PlaceKind {
     Blob,
 }
 
+/// A short entry of a copy (see `LeafCopy::short_entry`): every offset lies inside the copy.
+struct Short {
+    head: u32,
+    suffix_len: usize,
+    rest_off: usize,
+    rest_len: usize,
+    place: Place,
+}
+
+/// Room a key buffer needs after the prefix for `LeafCopy::put_short`: the head and the rest
+/// of a suffix under 64 bytes, copied in eight-byte blocks.
+const SHORT_KEY_ROOM: usize = 4 + 64;
+
 impl Drop for LeafCopy {
     fn drop(&mut self) {
         pagebuf::give(std::mem::take(&mut self.buf));
@@ -151,9 +164,19 @@ impl LeafCopy {
     #[inline(always)]
     pub(crate) fn read_inline(&self, i: usize, key: &mut Vec<u8>) -> Option<Place> {
         let node = self.node();
-        let e = node.entry(i).ok()?;
         let plen = node.prefix_len();
-        if e.stub || key.len() < plen {
+        if key.len() < plen {
+            return None;
+        }
+        if let Some(e) = self.short_entry(i) {
+            if key.capacity() < plen + SHORT_KEY_ROOM {
+                key.reserve(plen + SHORT_KEY_ROOM - key.len());
+            }
+            self.put_short(&e, plen, key);
+            return Some(e.place);
+        }
+        let e = node.entry(i).ok()?;
+        if e.stub {
             return None;
         }
         self.put_suffix(&node, i, &e, plen, key)
@@ -285,6 +308,89 @@ impl LeafCopy {
         }
     }
 
+    /// Entry `i` of the copy when its length header has one of the two short forms (a
+    /// suffix under 64 bytes, a value under 256 bytes in the page, never a stub), decoded
+    /// straight from the copy's bytes: `None` for the long form (a stub, or long lengths),
+    /// for an `i` whose slot is not in the page, and for an entry that leaves the page
+    /// (garbage of a copy that was not validated). The per-entry step of scans, which
+    /// [`entry`](Node::entry) and its checks for shared pages would cost twice over.
+    #[inline(always)]
+    fn short_entry(&self, i: usize) -> Option<Short> {
+        let bytes = self.bytes();
+        if i > u16::MAX as usize {
+            return None;
+        }
+        let s = HEADER + i * SLOT;
+        let slot = bytes.get(s..s + SLOT)?;
+        let head = u32::from_ne_bytes([slot[0], slot[1], slot[2], slot[3]]);
+        let off = u16::from_ne_bytes([slot[4], slot[5]]) as usize;
+        let b = *bytes.get(off)?;
+        let (suffix_len, value_len, rest_off) = if b < 0x80 {
+            ((b >> 4) as usize, (b & 0x0F) as usize, off + 1)
+        } else if b < 0xC0 {
+            ((b & 0x3F) as usize, *bytes.get(off + 1)? as usize, off + 2)
+        } else {
+            return None;
+        };
+        let rest_len = suffix_len.saturating_sub(4);
+        let value_off = rest_off + rest_len;
+        if value_off + value_len > bytes.len() {
+            return None;
+        }
+        Some(Short {
+            head,
+            suffix_len,
+            rest_off,
+            rest_len,
+            place: Place {
+                off: value_off,
+                len: value_len,
+                kind: PlaceKind::Inline,
+            },
+        })
+    }
+
+    /// Writes the suffix of the short entry `e` after the first `plen` bytes of `key`,
+    /// which hold the copy's prefix, and cuts `key` to the entry's key. `key` must have
+    /// room for [`SHORT_KEY_ROOM`] bytes after the prefix.
+    #[inline(always)]
+    fn put_short(&self, e: &Short, plen: usize, key: &mut Vec<u8>) {
+        debug_assert!(key.len() >= plen && key.capacity() >= plen + SHORT_KEY_ROOM);
+        let bytes = self.bytes();
+        let k = key.as_mut_ptr();
+        // Eight-byte blocks when the copy has the bytes after the rest (it nearly always
+        // has: the heap ends at the end of the copy, the rest is followed by its value or
+        // by further entries), so that a short rest costs no call of `memcpy`; the first
+        // block is copied whatever the rest's length.
+        let blocks = (e.rest_len.max(1) + 7) & !7;
+        // SAFETY: `key` holds at least `plen` initialised bytes and has room for
+        // `plen + SHORT_KEY_ROOM` (the caller's contract, checked in debug builds); the head
+        // goes to `plen..plen + 4` and the rest, or its eight-byte blocks (`blocks <= 64`:
+        // `rest_len < 60`), to `plen + 4..plen + 4 + blocks`, inside that room. The source
+        // blocks lie inside the copy (`rest_off + blocks <= len`, checked), the exact rest
+        // too (`short_entry` checked that it and the value lie inside), and the copy does
+        // not overlap `key` (a separate allocation). Afterwards `key[..plen + suffix_len]`
+        // is initialised: prefix, head bytes, rest.
+        unsafe {
+            std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], e.head.to_be_bytes());
+            let src = bytes.as_ptr().add(e.rest_off);
+            let dst = k.add(plen + 4);
+            if e.rest_off + blocks <= bytes.len() {
+                let w = std::ptr::read_unaligned(src as *const [u8; 8]);
+                std::ptr::write_unaligned(dst as *mut [u8; 8], w);
+                let mut j = 8;
+                while j < e.rest_len {
+                    let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
+                    std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
+                    j += 8;
+                }
+            } else {
+                std::ptr::copy_nonoverlapping(src, dst, e.rest_len);
+            }
+            key.set_len(plen + e.suffix_len);
+        }
+    }
+
     /// Calls `f` with the entries `from + 1`, `from + 2`, ... (`FORWARD`) or `from - 1`,
     /// `from - 2`, ... of the copy, below `count`, until `f` breaks; `key` holds key `from`
     /// of this copy and holds the key of the last entry `f` saw when the walk returns, whose
@@ -312,11 +418,28 @@ impl LeafCopy {
         if key.len() < plen {
             return (last, ControlFlow::Continue(()), false);
         }
+        // Room for short entries' keys, made once (a scan's keys rarely grow).
+        if key.capacity() < plen + SHORT_KEY_ROOM {
+            key.reserve(plen + SHORT_KEY_ROOM - key.len());
+        }
+        // Without long keys, short entries take the lean step; the others (and every
+        // entry in a tree that has stored a long key) the general one.
+        let lean = !blobs.2;
         let mut i = from;
         let flow = loop {
             i = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
             if i >= count {
                 break ControlFlow::Continue(());
+            }
+            if lean {
+                if let Some(e) = self.short_entry(i) {
+                    self.put_short(&e, plen, key);
+                    last = Some((i, e.place));
+                    if let ControlFlow::Break(r) = f(key, self.value(e.place)) {
+                        break ControlFlow::Break(r);
+                    }
+                    continue;
+                }
             }
             let Ok(e) = node.entry(i) else {
                 break ControlFlow::Continue(());
