@@ -9,8 +9,9 @@
 #   scripts/mutants.sh xmerge     # contree/src/smo/xmerge/
 #   scripts/mutants.sh all        # the four above
 #
-# Each mutant builds the library and runs the module's tests below in release (not the
-# Shuttle models, which need their own build). Mutants per module (cargo mutants --list,
+# Each mutant builds the library and runs the module's tests below, optimised (Cargo profile
+# `mutants`: release without debug info, incremental; not the Shuttle models, which need
+# their own build). MUTANTS_SHARD=k/n runs one round-robin shard (k from 0). Mutants per module (cargo mutants --list,
 # 2026-11-23): latch 204, node 1054, tree 637, xmerge 275; at a minute or two each, a
 # module takes hours on two cores (cargo-mutants' --shard splits a run across sessions). Results land in mutants.out/<module>/ (missed.txt,
 # caught.txt, timeout.txt, unviable.txt); record them in docs/verification.md.
@@ -55,8 +56,18 @@ for f in "${files[@]}"; do
 done
 mkdir -p mutants.out
 # A mutant that makes a test loop is stopped by --timeout (the watchdogs abort hangs too).
-cargo mutants --package contree "${args[@]}" --timeout 600 --cargo-arg=--release \
-    --output "mutants.out/$module" -- "${tests[@]}" || status=$?
-echo "mutants of $module: $(wc -l <"mutants.out/$module/mutants.out/missed.txt" 2>/dev/null || echo '?') missed," \
-     "$(wc -l <"mutants.out/$module/mutants.out/caught.txt" 2>/dev/null || echo '?') caught"
+# MUTANTS_SHARD=k/n runs every n-th mutant from the k-th (round robin), so that a module's
+# mutants can be spread over several runs; each shard writes its own output folder.
+shard=()
+out="mutants.out/$module"
+if [ -n "${MUTANTS_SHARD:-}" ]; then
+    shard=(--shard "$MUTANTS_SHARD" --sharding round-robin)
+    out="$out-${MUTANTS_SHARD//\//-of-}"
+fi
+cargo mutants --package contree "${args[@]}" "${shard[@]}" --timeout 300 --profile mutants \
+    --output "$out" -- "${tests[@]}" || status=$?
+for kind in missed caught timeout unviable; do
+    printf '%s: %s\n' "$kind" "$(wc -l <"$out/mutants.out/$kind.txt" 2>/dev/null || echo '?')"
+done
+echo "mutants of $module: $out/mutants.out/"
 exit "${status:-0}"

@@ -8,7 +8,7 @@
 #[path = "support/concurrent.rs"]
 mod concurrent;
 
-use contree::{Bytes, Config, Error, Tree};
+use contree::{Bytes, Config, Error, Tree, MAX_VALUE_LEN};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -516,6 +516,39 @@ fn exhausted_budget() {
         Err(Error::OutOfSpace { .. })
     ));
     assert_unchanged(&tree, &before, "retried insert");
+
+    // An oversized value under a new long key (stored out of line, which takes budget) is
+    // refused as too large, whichever write brings it, before the key's blob is written
+    // (found by the ops fuzz target: `fetch_update` reported `OutOfSpace`).
+    let long_key = vec![b'L'; 1000];
+    let huge = vec![0u8; MAX_VALUE_LEN + 1];
+    let too_large = |r: Result<(), Error>, op: &str| {
+        assert!(
+            matches!(r, Err(Error::ValueTooLarge { .. })),
+            "{op}: {r:?}, expected ValueTooLarge"
+        );
+    };
+    too_large(tree.insert(&long_key, &huge).map(drop), "insert");
+    too_large(
+        tree.fetch_update(&long_key, |_| Some(huge.clone()))
+            .map(drop),
+        "fetch_update",
+    );
+    too_large(
+        tree.compare_exchange(&long_key, None, Some(&huge))
+            .map(drop),
+        "compare_exchange",
+    );
+    too_large(
+        tree.insert_if_absent(&long_key, &huge).map(drop),
+        "insert_if_absent",
+    );
+    too_large(
+        tree.get_or_insert_with(&long_key, || huge.clone())
+            .map(drop),
+        "get_or_insert_with",
+    );
+    assert_unchanged(&tree, &before, "oversized values under a long key");
 
     // Same-length replacements and in-place updates need no page and keep working.
     let (k0, v0) = before[before.len() / 2].clone();

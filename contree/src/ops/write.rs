@@ -245,6 +245,13 @@ impl Tree {
                     Edit::Put(value) => Value::Bytes(value),
                     Edit::PutStub(stub) => Value::Stub(stub),
                 };
+                // The value is checked before a long key's blob is written: an oversized
+                // value is refused as such, not as the budget's `OutOfSpace` of that write.
+                if let Value::Bytes(v) = &value {
+                    if let Err(e) = core.check_value(v.as_ref()) {
+                        return Ok(Err(Stop::Refused(e)));
+                    }
+                }
                 // The key as the leaf stores it: a long key's stored form (the entry's own
                 // when it is there, else one written now).
                 let stored;
@@ -265,9 +272,6 @@ impl Tree {
                 let done = match &value {
                     Value::Bytes(v) => {
                         let bytes = v.as_ref();
-                        if let Err(e) = core.check_value(bytes) {
-                            return Ok(Err(Stop::Refused(e)));
-                        }
                         if old_stub.is_none() && bytes.len() <= core.config().max_inline_value_len()
                         {
                             put_inline(&mut node, pos, key, found, bytes)?
