@@ -212,6 +212,28 @@ fn oracle_range(m: &Map, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Vec<(Vec<u
         .collect()
 }
 
+/// What a walk of `lo..hi` (descending if `rev`) that stops after `limit` entries (0: no
+/// limit) returns, and that limit as a count.
+fn oracle_walk(
+    m: &Map,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    rev: bool,
+    limit: u8,
+) -> (Vec<(Vec<u8>, Vec<u8>)>, usize) {
+    let limit = if limit == 0 {
+        usize::MAX
+    } else {
+        limit as usize
+    };
+    let mut want = oracle_range(m, lo, hi);
+    if rev {
+        want.reverse();
+    }
+    want.truncate(limit);
+    (want, limit)
+}
+
 /// The checks that do not depend on the operation: an error is the one the input calls for.
 struct Limits {
     budget: bool,
@@ -435,15 +457,9 @@ fn run(input: Input) {
             }
             Op::Range(lo, hi, rev, limit) => {
                 let (lo, hi) = (lo.bound(), hi.bound());
-                let limit = if limit == 0 {
-                    usize::MAX
-                } else {
-                    limit as usize
-                };
-                let mut want = oracle_range(&m, &lo, &hi);
+                let (want, limit) = oracle_walk(&m, &lo, &hi, rev, limit);
                 let range = tree.range((lo, hi));
                 let got: Vec<(Vec<u8>, Vec<u8>)> = if rev {
-                    want.reverse();
                     range
                         .rev()
                         .take(limit)
@@ -455,21 +471,11 @@ fn run(input: Input) {
                         .map(|(k, v)| (k.to_vec(), v.to_vec()))
                         .collect()
                 };
-                want.truncate(limit);
                 assert_eq!(got, want);
             }
             Op::Scan(lo, hi, rev, limit) => {
                 let (lo, hi) = (lo.bound(), hi.bound());
-                let limit = if limit == 0 {
-                    usize::MAX
-                } else {
-                    limit as usize
-                };
-                let mut want = oracle_range(&m, &lo, &hi);
-                if rev {
-                    want.reverse();
-                }
-                want.truncate(limit);
+                let (want, limit) = oracle_walk(&m, &lo, &hi, rev, limit);
                 assert_eq!(scan_collect(&tree, lo, hi, rev, limit), want);
             }
             Op::ScanPrefix(k, cut) => {
