@@ -358,6 +358,56 @@ proptest! {
 
 // ---- deterministic tests ----------------------------------------------------------------
 
+/// `insert_many` that runs out of space after it replaced an out-of-line value with a
+/// shorter one puts the old value back although the budget has no room to write it again
+/// (found by the `ops` fuzz target: the undo wrote the old value anew, which the budget
+/// refused, and the key kept the batch's value). A batch that succeeds frees the values it
+/// replaced.
+#[test]
+fn insert_many_out_of_space_puts_back_out_of_line_values() {
+    let page = 8192;
+    let tree = Tree::with_config(Config {
+        page_size: page,
+        max_memory: 16 * page,
+        ..Config::default()
+    })
+    .unwrap();
+    // A: 6 chain pages; F: 5; with the leaf 12 of the 16 pages.
+    let (a, f) = (vec![1u8; 41_000], vec![2u8; 40_000]);
+    tree.insert(b"a", &a).unwrap();
+    tree.insert(b"b", b"small").unwrap();
+    tree.insert(b"f", &f).unwrap();
+    let before = tree.stats().bytes_allocated;
+    // A shrinks to 4 pages, B grows to 5, C needs 5 more: the budget runs out.
+    let (a2, b2, c2) = (vec![3u8; 30_000], vec![4u8; 40_000], vec![5u8; 40_000]);
+    let err = tree
+        .insert_many([(&b"a"[..], &a2[..]), (b"b", &b2), (b"c", &c2)])
+        .unwrap_err();
+    assert!(matches!(err, Error::OutOfSpace { .. }), "{err:?}");
+    tree.check_invariants().unwrap();
+    // (Not `assert_eq!`: a failure would print 41 000 bytes.)
+    assert!(tree.get(b"a") == Some(a.clone()), "A lost its old value");
+    assert_eq!(tree.get(b"b"), Some(b"small".to_vec()));
+    assert_eq!(tree.get(b"c"), None);
+    assert!(tree.get(b"f") == Some(f), "F changed");
+    assert_eq!(tree.len(), 3);
+    assert_eq!(
+        tree.stats().bytes_allocated,
+        before,
+        "the undo leaked pages"
+    );
+    // Room for the batch: it succeeds and frees the old values of A and B.
+    tree.remove(b"f");
+    assert_eq!(
+        tree.insert_many([(&b"a"[..], &a2[..]), (b"b", &b"tiny"[..])])
+            .unwrap(),
+        0
+    );
+    assert!(tree.get(b"a") == Some(a2), "A lacks the batch's value");
+    // The leaf and the 4 chain pages of A's new value.
+    assert_eq!(tree.stats().bytes_allocated, 5 * page);
+}
+
 #[test]
 fn range_forms_compile_and_agree() {
     let tree: Tree = (0u8..10).map(|i| ([i], [i])).collect();

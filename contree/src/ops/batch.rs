@@ -2,7 +2,9 @@
 //! visit them in key order, so that neighbouring keys meet warm caches and the same leaf
 //! (and an ascending run of new keys appends at the right end).
 
+use crate::blob::{Stub, STUB_LEN};
 use crate::error::Error;
+use crate::ops::write::Edit;
 use crate::Tree;
 
 /// The indices of `keys` in ascending key order (stable: equal keys keep their order).
@@ -61,16 +63,25 @@ impl Tree {
     ///   its last occurrence, as inserting the entries one by one in the given order would.
     /// * **All or nothing on [`Error::OutOfSpace`].** If the memory budget runs out
     ///   midway, the call undoes its own writes before it returns the error: it removes
-    ///   the keys it added, then puts back the values it replaced. Each undo is a
-    ///   [`compare_exchange`](Self::compare_exchange) from the value this call wrote, so a
-    ///   key another thread changed meanwhile keeps that thread's value. (Should putting
-    ///   back a replaced value longer than its replacement find no room even after a
-    ///   [`compact`](Self::compact), which the removals make very unlikely, that key keeps
-    ///   the new value.)
+    ///   the keys it added, then puts back the values it replaced. Each undo applies only
+    ///   if the key still holds the value this call wrote (a compare-and-exchange), so a
+    ///   key another thread changed meanwhile keeps that thread's value.
+    /// * **Replaced values are held until the call returns.** A replaced value stored out
+    ///   of line (longer than
+    ///   [`Config::max_inline_value_len`](crate::Config::max_inline_value_len)) keeps its
+    ///   pages until the batch succeeds, so that the undo puts it back without writing it
+    ///   again: at the budget a batch that replaces large values needs room for the old
+    ///   and the new ones at once. Putting back an inline value longer than its
+    ///   replacement may need a leaf split; the undo puts back the values that need no
+    ///   more room first and retries after a [`compact`](Self::compact). Should such a
+    ///   put-back still find no room (another thread took the room the undo freed, or
+    ///   the leaves are packed worse than before the batch), that key keeps the new
+    ///   value; this is the one case the undo cannot cover.
     /// * **Not atomic for concurrent readers.** Entries become visible one by one, and on
     ///   failure they may have been seen before the undo.
     ///
-    /// The call collects `entries` and keeps the replaced values until it returns.
+    /// The call collects `entries` and keeps copies of the replaced inline values until
+    /// it returns.
     ///
     /// ```
     /// use contree::{Config, Error, Tree};
@@ -109,41 +120,104 @@ impl Tree {
             same
         });
         // What each write replaced, for the undo.
-        let mut done: Vec<(usize, Option<Vec<u8>>)> = Vec::with_capacity(order.len());
+        let mut done: Vec<Replaced> = Vec::with_capacity(order.len());
         for &i in &order {
             let (k, v) = &entries[i];
-            match self.insert(k.as_ref(), v.as_ref()) {
-                Ok(old) => done.push((i, old)),
+            let wrote = self.modify_keeping(
+                k.as_ref(),
+                None,
+                |old| (Edit::Put(v.as_ref()), old.map(<[u8]>::to_vec)),
+                true,
+            );
+            match wrote {
+                Ok((old, kept)) => done.push(Replaced {
+                    entry: i,
+                    old: match (old, kept) {
+                        (None, _) => Old::Absent,
+                        (Some(_), Some(stub)) => Old::Blob(stub),
+                        (Some(bytes), None) => Old::Bytes(bytes),
+                    },
+                }),
                 Err(e) => {
-                    self.undo_inserts(&entries, &done);
+                    self.undo_inserts(&entries, done);
                     return Err(e);
                 }
             }
         }
-        Ok(done.iter().filter(|(_, old)| old.is_none()).count())
+        let new = done.iter().filter(|r| matches!(r.old, Old::Absent)).count();
+        for r in done {
+            if let Old::Blob(stub) = r.old {
+                self.core.free_blob(stub);
+            }
+        }
+        Ok(new)
     }
 
-    /// Undoes the writes of a failed [`insert_many`](Self::insert_many): removes the keys
-    /// it added (which frees room), then puts back the values it replaced, each only if
-    /// the key still holds the value the batch wrote.
+    /// Undoes the writes of a failed [`insert_many`](Self::insert_many), each only if the
+    /// key still holds the value the batch wrote: first it removes the keys the batch
+    /// added, then it puts back the values it replaced, those that take no more room than
+    /// their replacement first (all of these free room), the others after them, each
+    /// retried once after a [`compact`](Self::compact) if the budget refuses it. A replaced
+    /// out-of-line value goes back as the blob the batch kept, which needs no new room for
+    /// its bytes. Frees the kept blobs that do not go back.
     fn undo_inserts<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         &self,
         entries: &[(K, V)],
-        done: &[(usize, Option<Vec<u8>>)],
+        mut done: Vec<Replaced>,
     ) {
-        for (i, _) in done.iter().filter(|(_, old)| old.is_none()) {
-            let (k, v) = &entries[*i];
-            let _ = self.compare_exchange(k.as_ref(), Some(v.as_ref()), None);
-        }
-        for (i, old) in done {
-            let (Some(old), (k, v)) = (old, &entries[*i]) else {
-                continue;
+        let inline_max = self.core.config().max_inline_value_len();
+        let stored = |len: usize| if len > inline_max { STUB_LEN } else { len };
+        // The room each put-back needs beyond its replacement's, smallest first.
+        done.sort_by_key(|r| {
+            let new = stored(entries[r.entry].1.as_ref().len()) as isize;
+            match &r.old {
+                Old::Absent => isize::MIN,
+                Old::Blob(_) => STUB_LEN as isize - new,
+                Old::Bytes(b) => stored(b.len()) as isize - new,
+            }
+        });
+        for r in done {
+            let (k, v) = &entries[r.entry];
+            let (k, v) = (k.as_ref(), v.as_ref());
+            let undo = |old: &Old| -> Result<bool, Error> {
+                self.modify(k, None, |actual| {
+                    if actual != Some(v) {
+                        return (Edit::Keep, false);
+                    }
+                    let edit = match old {
+                        Old::Absent => Edit::Remove,
+                        Old::Blob(stub) => Edit::PutStub(*stub),
+                        Old::Bytes(b) => Edit::Put(&b[..]),
+                    };
+                    (edit, true)
+                })
             };
-            let put_back = || self.compare_exchange(k.as_ref(), Some(v.as_ref()), Some(old));
-            if let Err(Error::OutOfSpace { .. }) = put_back() {
-                self.compact();
-                let _ = put_back();
+            let put_back = match undo(&r.old) {
+                Err(Error::OutOfSpace { .. }) => {
+                    self.compact();
+                    undo(&r.old)
+                }
+                done => done,
+            };
+            if let (Old::Blob(stub), Ok(false) | Err(_)) = (r.old, put_back) {
+                self.core.free_blob(stub);
             }
         }
     }
+}
+
+/// What one write of [`Tree::insert_many`] replaced.
+struct Replaced {
+    /// The index of its entry.
+    entry: usize,
+    old: Old,
+}
+
+/// A key's value before the batch wrote it.
+enum Old {
+    Absent,
+    /// An out-of-line value, whose blob the batch keeps (no entry names it) until it ends.
+    Blob(Stub),
+    /// A value stored inline, or one overwritten in place.
+    Bytes(Vec<u8>),
 }

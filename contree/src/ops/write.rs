@@ -193,8 +193,25 @@ impl Tree {
         &self,
         key: &[u8],
         closure: Option<&'static str>,
-        mut decide: impl FnMut(Option<&[u8]>) -> (Edit<V>, R),
+        decide: impl FnMut(Option<&[u8]>) -> (Edit<V>, R),
     ) -> Result<R, Error> {
+        self.modify_keeping(key, closure, decide, false)
+            .map(|(out, _)| out)
+    }
+
+    /// [`modify`](Self::modify), which also hands back the out-of-line value the edit
+    /// dropped (a replaced or removed value's stub) instead of freeing it, if `keep`: the
+    /// caller then owns that blob, and frees it or stores it again (`Edit::PutStub`).
+    /// `None` when the edit dropped no out-of-line value (or overwrote one of the same
+    /// length in place) or `keep` is off.
+    #[inline(always)]
+    pub(crate) fn modify_keeping<V: AsRef<[u8]>, R>(
+        &self,
+        key: &[u8],
+        closure: Option<&'static str>,
+        mut decide: impl FnMut(Option<&[u8]>) -> (Edit<V>, R),
+        keep: bool,
+    ) -> Result<(R, Option<Stub>), Error> {
         let core = &*self.core;
         core.check_key(key)?;
         let Divert::Proceed = core.policy.before_latch(key);
@@ -299,8 +316,13 @@ impl Tree {
             });
             match attempt {
                 Ok((out, applied)) => {
+                    let mut kept = None;
                     if let Some(stub) = applied.freed {
-                        core.free_blob(stub);
+                        if keep {
+                            kept = Some(stub);
+                        } else {
+                            core.free_blob(stub);
+                        }
                     }
                     if let Some(stub) = applied.freed_key {
                         core.release_keys(&[stub]);
@@ -320,7 +342,7 @@ impl Tree {
                         core.retry_deferred_merge();
                         core.release_memory_if_many();
                     }
-                    break Ok(out);
+                    break Ok((out, kept));
                 }
                 Err(Stop::Refused(e)) => break Err(e),
                 Err(Stop::NeedSplit(room)) => {
