@@ -103,6 +103,12 @@ impl HybridLatch {
         self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
     }
 
+    /// Whether a thread sleeps on the latch right now (the `PARKED` bit; for tests).
+    #[cfg(test)]
+    pub(crate) fn has_parked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & PARKED != 0
+    }
+
     /// Starts an optimistic read, waiting (spin, then sleep) while a writer holds the latch.
     #[inline]
     pub fn optimistic(&self) -> OptimisticGuard<'_> {

@@ -3,6 +3,46 @@
 //! compiles `latch.rs` alone, so these tests live beside it rather than in it.)
 
 use super::latch::{HybridLatch, Restart};
+use super::parking::UNPARK_CALLS;
+use std::time::Duration;
+
+/// An uncontended release wakes nobody: no call into the parking lot (found by mutation
+/// testing: a release that always called `unpark_all` passed every other test). A release
+/// with a parked waiter wakes it.
+#[test]
+fn releases_unpark_only_when_a_thread_is_parked() {
+    let unparks = || UNPARK_CALLS.with(|c| c.get());
+    let latch = HybridLatch::new();
+    let before = unparks();
+    for _ in 0..3 {
+        drop(latch.exclusive());
+        drop(latch.shared());
+        let s = latch.shared();
+        drop(latch.shared());
+        drop(s);
+        drop(latch.optimistic().upgrade_exclusive().unwrap());
+    }
+    assert_eq!(
+        unparks(),
+        before,
+        "an uncontended release called unpark_all"
+    );
+
+    let x = latch.exclusive();
+    std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| drop(latch.exclusive()));
+        // The waiter spins a few rounds, then parks; wait until it has.
+        while !waiter.is_finished() && !latch.has_parked() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(x);
+    });
+    assert_eq!(
+        unparks(),
+        before + 1,
+        "the release did not wake the parked waiter"
+    );
+}
 
 #[test]
 fn upgrade_exclusive_fails_after_a_writer_and_bumps_the_version() {

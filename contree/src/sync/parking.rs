@@ -39,9 +39,18 @@ pub(crate) fn park(addr: usize, still_blocked: impl FnOnce() -> bool) {
     }
 }
 
+// Calls of `unpark_all` made by this thread (unit tests only: a release that wakes nobody
+// must not make one, which no result of the latch shows).
+#[cfg(all(test, not(feature = "shuttle")))]
+thread_local! {
+    pub(crate) static UNPARK_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Wakes every thread parked on `addr`.
 #[cfg(not(feature = "shuttle"))]
 pub(crate) fn unpark_all(addr: usize) {
+    #[cfg(test)]
+    UNPARK_CALLS.with(|c| c.set(c.get() + 1));
     // SAFETY: `unpark_all` only requires that no parking lot function is called from within
     // a parking lot callback, which never happens here.
     unsafe {
