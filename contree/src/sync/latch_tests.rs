@@ -44,6 +44,35 @@ fn releases_unpark_only_when_a_thread_is_parked() {
     );
 }
 
+/// Each guard tells whether its acquisition waited (contention detection is built on it):
+/// not when the latch was free, yes when a writer held it (found by mutation testing: a
+/// shared guard that always reported a wait passed every other test).
+#[test]
+fn guards_report_whether_they_waited() {
+    let latch = HybridLatch::new();
+    assert!(!latch.shared().slow_path());
+    assert!(!latch.exclusive().slow_path());
+    for shared in [true, false] {
+        let x = latch.exclusive();
+        let waited = std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| match shared {
+                true => latch.shared().slow_path(),
+                false => latch.exclusive().slow_path(),
+            });
+            while !latch.has_parked() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(x);
+            waiter.join().unwrap()
+        });
+        assert!(
+            waited,
+            "a {} acquisition behind a writer did not report its wait",
+            if shared { "shared" } else { "exclusive" }
+        );
+    }
+}
+
 #[test]
 fn upgrade_exclusive_fails_after_a_writer_and_bumps_the_version() {
     let latch = HybridLatch::new();
