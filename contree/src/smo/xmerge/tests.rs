@@ -287,8 +287,12 @@ fn spreading_gives_a_full_leaf_room_from_its_neighbours() {
         .lower_bound(&probe, t.core.directory())
         .unwrap()
         .0;
+    let xmerges = t.stats().xmerges;
     assert!(t.core.optimistic_spread(parent, pos).unwrap());
     assert!(free(&t) > 200, "the probe's leaf got room: {}", free(&t));
     assert_eq!(t.stats().leaf_pages, pages);
+    // A spread packs no group into fewer nodes: `Stats::xmerges` does not count it (a
+    // surviving mutant of mutation testing counted every rewrite).
+    assert_eq!(t.stats().xmerges, xmerges);
     assert_same(&t, &oracle);
 }
