@@ -123,13 +123,7 @@ impl Tree {
         let mut done: Vec<Replaced> = Vec::with_capacity(order.len());
         for &i in &order {
             let (k, v) = &entries[i];
-            let wrote = self.modify_keeping(
-                k.as_ref(),
-                None,
-                |old| (Edit::Put(v.as_ref()), old.map(<[u8]>::to_vec)),
-                true,
-            );
-            match wrote {
+            match self.insert_keeping(k.as_ref(), v.as_ref(), true) {
                 Ok((old, kept)) => done.push(Replaced {
                     entry: i,
                     old: match (old, kept) {

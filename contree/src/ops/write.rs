@@ -392,6 +392,19 @@ impl Tree {
     /// assert!(tree.insert(&[0u8; 100_000], b"").is_err());
     /// ```
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.insert_keeping(key, value, false).map(|(old, _)| old)
+    }
+
+    /// [`insert`](Self::insert), which also hands back the blob of the out-of-line value it
+    /// replaced instead of freeing it, if `keep` (see [`modify_keeping`](Self::modify_keeping)):
+    /// `insert_many` keeps them for its undo.
+    #[inline(always)]
+    pub(crate) fn insert_keeping(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        keep: bool,
+    ) -> Result<(Option<Vec<u8>>, Option<Stub>), Error> {
         let core = &*self.core;
         if let Err(e) = core.check_value(value) {
             // Both oversized: the key's error, as every write reports it first.
@@ -400,13 +413,19 @@ impl Tree {
         }
         if value.len() <= core.config().max_inline_value_len() {
             if key.len() <= core.config().max_inline_key_len() {
+                // Never replaces an out-of-line value: nothing to keep.
                 if let Some(old) = self.insert_in_leaf(key, value) {
-                    return Ok(old);
+                    return Ok((old, None));
                 }
             }
-            return self.modify(key, None, |old| (Edit::Put(value), old.map(<[u8]>::to_vec)));
+            return self.modify_keeping(
+                key,
+                None,
+                |old| (Edit::Put(value), old.map(<[u8]>::to_vec)),
+                keep,
+            );
         }
-        self.insert_out_of_line(key, value)
+        self.insert_out_of_line(key, value, keep)
     }
 
     /// The common insert, of a key and a value that both stay inline, when its leaf has
@@ -451,13 +470,21 @@ impl Tree {
     /// line before the leaf is latched, and freed again if the insert fails.
     #[cold]
     #[inline(never)]
-    fn insert_out_of_line(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    fn insert_out_of_line(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        keep: bool,
+    ) -> Result<(Option<Vec<u8>>, Option<Stub>), Error> {
         let core = &*self.core;
         core.check_key(key)?;
         let stub = core.write_blob(value)?;
-        let out = self.modify(key, None, |old| {
-            (Edit::<&[u8]>::PutStub(stub), old.map(<[u8]>::to_vec))
-        });
+        let out = self.modify_keeping(
+            key,
+            None,
+            |old| (Edit::<&[u8]>::PutStub(stub), old.map(<[u8]>::to_vec)),
+            keep,
+        );
         if out.is_err() {
             core.free_blob(stub);
         }
