@@ -262,6 +262,18 @@ fn plan_needs_fewer_nodes_or_gives_up() {
         .is_none());
 }
 
+/// Removes every third key of `oracle` outside `leaf`, so that the leaves around it have
+/// room while it stays as it is.
+fn make_room_around(t: &Tree, oracle: &mut BTreeMap<Vec<u8>, Vec<u8>>, leaf: PageId) {
+    let keys: Vec<Vec<u8>> = oracle.keys().step_by(3).cloned().collect();
+    for k in keys {
+        if t.leaf_page_of(&k) != leaf {
+            t.remove(&k);
+            oracle.remove(&k);
+        }
+    }
+}
+
 /// Spreading gives a full leaf room from its neighbours' free space, without a page more or
 /// less, and keeps every entry.
 #[test]
@@ -270,14 +282,7 @@ fn spreading_gives_a_full_leaf_room_from_its_neighbours() {
     // Appends fill every leaf; then make room in the neighbours of one of them.
     let mut oracle = fill_appends(&t, 20_000);
     let probe = 3000u64.to_be_bytes();
-    let leaf = t.leaf_page_of(&probe);
-    for i in (0u64..20_000).step_by(3) {
-        let k = i.to_be_bytes().to_vec();
-        if t.leaf_page_of(&k) != leaf {
-            t.remove(&k);
-            oracle.remove(&k);
-        }
-    }
+    make_room_around(&t, &mut oracle, t.leaf_page_of(&probe));
     let free = |t: &Tree| t.core.page(t.leaf_page_of(&probe)).unwrap().0.free_space();
     assert!(free(&t) < 64, "the probe's leaf starts full");
     let pages = t.stats().leaf_pages;
@@ -294,5 +299,77 @@ fn spreading_gives_a_full_leaf_room_from_its_neighbours() {
     // A spread packs no group into fewer nodes: `Stats::xmerges` does not count it (a
     // surviving mutant of mutation testing counted every rewrite).
     assert_eq!(t.stats().xmerges, xmerges);
+    assert_same(&t, &oracle);
+}
+
+/// The last child of a parent (its upper child, slot `count`) can be spread too (a
+/// surviving mutant of mutation testing refused it).
+#[test]
+fn spreading_reaches_a_parents_last_child() {
+    let t = tree(Config::default());
+    // Enough appends for several leaf-parents; every third key removed, then the last
+    // child of the first leaf-parent filled again.
+    let mut oracle = fill_appends(&t, 100_000);
+    let removed: Vec<Vec<u8>> = oracle.keys().step_by(3).cloned().collect();
+    for k in &removed {
+        t.remove(k);
+        oracle.remove(k);
+    }
+    let first = 0u64.to_be_bytes();
+    let parent = leaf_parent(&t, &first);
+    assert_ne!(
+        t.core.root_id(),
+        parent.pid,
+        "the tree has more than one leaf-parent"
+    );
+    let pos = parent.node.count();
+    let leaf = parent.node.child(pos).unwrap();
+    for k in removed {
+        if t.leaf_page_of(&k) == leaf {
+            t.insert(&k, b"12345678").unwrap();
+            oracle.insert(k, b"12345678".to_vec());
+        }
+    }
+    let free = |t: &Tree| t.core.page(leaf).unwrap().0.free_space();
+    assert!(free(&t) < 64, "the last child is full: {}", free(&t));
+    let pages = t.stats().leaf_pages;
+    let parent = leaf_parent(&t, &first);
+    assert_eq!(parent.node.child(pos).unwrap(), leaf);
+    assert_eq!(parent.node.count(), pos);
+    assert!(t.core.optimistic_spread(parent, pos).unwrap());
+    assert!(free(&t) > 200, "the last child got room: {}", free(&t));
+    assert_eq!(t.stats().leaf_pages, pages);
+    assert_same(&t, &oracle);
+}
+
+/// A spread whose target (or a member left of it) is latched by another thread gives up
+/// and changes nothing, rather than rewriting the members left of the latch, which would
+/// give the target no room (a surviving mutant of mutation testing did that).
+#[test]
+fn spreading_gives_up_when_the_target_is_latched() {
+    let t = tree(Config::default());
+    let mut oracle = fill_appends(&t, 20_000);
+    let probe = 3000u64.to_be_bytes();
+    let leaf = t.leaf_page_of(&probe);
+    make_room_around(&t, &mut oracle, leaf);
+    let parent = leaf_parent(&t, &probe);
+    let pos = parent
+        .node
+        .lower_bound(&probe, t.core.directory())
+        .unwrap()
+        .0;
+    assert!(pos >= 2, "two members left of the target: {pos}");
+    let left: Vec<(PageId, usize)> = (pos - 2..pos)
+        .map(|p| parent.node.child(p).unwrap())
+        .map(|pid| (pid, t.core.page(pid).unwrap().0.free_space()))
+        .collect();
+    assert!(left.iter().map(|l| l.1).sum::<usize>() > 4096 / 16);
+    let (_, latch) = t.core.page(leaf).unwrap();
+    let x = latch.exclusive();
+    assert!(!t.core.optimistic_spread(parent, pos).unwrap());
+    drop(x);
+    for (pid, free) in left {
+        assert_eq!(t.core.page(pid).unwrap().0.free_space(), free);
+    }
     assert_same(&t, &oracle);
 }
