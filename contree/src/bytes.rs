@@ -117,6 +117,18 @@ impl Bytes {
         }
     }
 
+    /// The first `len` bytes of `buf` (`len <= INLINE_CAPACITY`), stored inline: what a
+    /// range builds straight from a leaf copy. The bytes after `len` are never read (every
+    /// method goes through [`as_slice`](Self::as_slice)), so they need not be zero.
+    #[inline]
+    pub(crate) fn from_inline(len: usize, buf: [u8; Self::INLINE_CAPACITY]) -> Self {
+        debug_assert!(len <= Self::INLINE_CAPACITY);
+        Bytes(Repr::Inline {
+            len: len.min(Self::INLINE_CAPACITY) as u8,
+            buf,
+        })
+    }
+
     /// Whether the bytes are stored inline (no heap allocation). Every byte string of at
     /// most [`INLINE_CAPACITY`](Self::INLINE_CAPACITY) bytes built by this type is; longer
     /// ones never are.

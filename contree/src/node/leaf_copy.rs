@@ -14,6 +14,7 @@ use crate::blob;
 use crate::long_key;
 use crate::page::Directory;
 use crate::sync::Restart;
+use crate::Bytes;
 use std::ops::ControlFlow;
 
 /// A copy of one leaf (see the module doc). Empty until the first [`load`](Self::load).
@@ -64,6 +65,25 @@ struct Short {
 /// Room a key buffer needs after the prefix for `LeafCopy::put_short`: the head and the rest
 /// of a suffix under 64 bytes, copied in eight-byte blocks.
 const SHORT_KEY_ROOM: usize = 4 + 64;
+
+/// The size of the blocks [`LeafCopy::copy_short`] copies parts of an entry in.
+const BLOCK: usize = 24;
+
+/// The `BLOCK` bytes of `src` from `off`, if it has them.
+#[inline(always)]
+fn block(src: &[u8], off: usize) -> Option<[u8; BLOCK]> {
+    src.get(off..off.checked_add(BLOCK)?)?.try_into().ok()
+}
+
+/// Copies `src[off..off + len]` to `dst[at..]`: a part that the fixed-size blocks of
+/// [`LeafCopy::copy_short`] cannot reach. `None` if it leaves `src` or `dst`.
+#[cold]
+#[inline(never)]
+fn copy_exact(dst: &mut [u8], at: usize, src: &[u8], off: usize, len: usize) -> Option<()> {
+    dst.get_mut(at..at.checked_add(len)?)?
+        .copy_from_slice(src.get(off..off.checked_add(len)?)?);
+    Some(())
+}
 
 impl Drop for LeafCopy {
     fn drop(&mut self) {
@@ -348,6 +368,60 @@ impl LeafCopy {
                 kind: PlaceKind::Inline,
             },
         })
+    }
+
+    /// Entry `i` of the copy as [`Bytes`], built straight from the copy (no key buffer in
+    /// between), when it is a short entry (see `short_entry`) whose key and value both fit
+    /// inline in a `Bytes`: the per-entry step of a range. `None` otherwise, and for an
+    /// entry that leaves the copy (garbage of a copy that was not validated).
+    #[inline(always)]
+    pub(crate) fn copy_short(&self, i: usize) -> Option<(Bytes, Bytes)> {
+        const CAP: usize = Bytes::INLINE_CAPACITY;
+        if self.size == 0 {
+            return None;
+        }
+        let e = self.short_entry(i)?;
+        let node = self.node();
+        let plen = node.prefix_len();
+        let klen = plen + e.suffix_len;
+        if klen > CAP || e.place.len > CAP {
+            return None;
+        }
+        let bytes = self.bytes();
+        // The key is built in `k[BLOCK..]`: the prefix as the block that ends where it ends
+        // (it lies in the heap, after the header), then the four head bytes, then the rest
+        // as the block that starts where it starts; each part overwrites what the block
+        // before it copied past its own end. Blocks are fixed-size copies (no call of
+        // `memcpy`); a part too near an end of the copy for its block is copied exactly.
+        let mut k = [0u8; BLOCK + CAP + 4 + BLOCK];
+        let poff = node.header_u32(OFF_PREFIX) as usize;
+        match (poff + plen)
+            .checked_sub(BLOCK)
+            .and_then(|s| block(bytes, s))
+        {
+            Some(b) => k[plen..plen + BLOCK].copy_from_slice(&b),
+            None => copy_exact(&mut k, BLOCK, bytes, poff, plen)?,
+        }
+        k[BLOCK + plen..BLOCK + plen + 4].copy_from_slice(&e.head.to_be_bytes());
+        if e.rest_len > 0 {
+            let at = BLOCK + plen + 4;
+            match block(bytes, e.rest_off) {
+                Some(b) => k[at..at + BLOCK].copy_from_slice(&b),
+                None => copy_exact(&mut k, at, bytes, e.rest_off, e.rest_len)?,
+            }
+        }
+        let mut v = [0u8; BLOCK];
+        match block(bytes, e.place.off) {
+            Some(b) => v = b,
+            None => copy_exact(&mut v, 0, bytes, e.place.off, e.place.len)?,
+        }
+        let (mut kb, mut vb) = ([0u8; CAP], [0u8; CAP]);
+        kb.copy_from_slice(&k[BLOCK..BLOCK + CAP]);
+        vb.copy_from_slice(&v[..CAP]);
+        Some((
+            Bytes::from_inline(klen, kb),
+            Bytes::from_inline(e.place.len, vb),
+        ))
     }
 
     /// Writes the suffix of the short entry `e` after the first `plen` bytes of `key`,

@@ -25,7 +25,7 @@ use crate::engine::{Target, TreeCore};
 use crate::node::{pagebuf, LeafCopy, Node, Place};
 use crate::page::Directory;
 use crate::sync::{Backoff, OptimisticGuard, Restart};
-use crate::Tree;
+use crate::{Bytes, Tree};
 use std::ops::ControlFlow;
 
 /// A position in a [`Tree`] that moves forward and backward, entry by entry, handing out
@@ -383,6 +383,54 @@ impl<'t> Cursor<'t> {
             self.at = None;
         }
         flow
+    }
+
+    /// A range's per-entry step: entry `ahead` places after (`FORWARD`) or before the
+    /// current one in the leaf copy, as [`Bytes`], if the copy has it and it is short (see
+    /// [`LeafCopy::copy_short`]). Neither moves the cursor nor validates the leaf: the copy
+    /// was validated when the cursor entered the leaf, during the range's walk, so the
+    /// entry was in the tree then (what the visitor scans rely on too); the range moves the
+    /// cursor with [`skip`](Self::skip) before it needs the cursor's own position.
+    #[inline(always)]
+    pub(crate) fn peek_short<const FORWARD: bool>(&self, ahead: usize) -> Option<(Bytes, Bytes)> {
+        let at = self.at.as_ref()?;
+        let index = if FORWARD {
+            at.index + ahead
+        } else {
+            at.index.checked_sub(ahead)?
+        };
+        if index >= at.count {
+            return None;
+        }
+        self.leaf.copy_short(index)
+    }
+
+    /// Moves the cursor onto the entry `ahead` places after (`FORWARD`) or before the
+    /// current one, which a range handed out through [`peek_short`](Self::peek_short):
+    /// without validating the leaf (the entry was handed out already), rewriting the key
+    /// buffer once.
+    #[cold]
+    pub(crate) fn skip<const FORWARD: bool>(&mut self, ahead: usize) {
+        let Some(at) = &mut self.at else {
+            return;
+        };
+        let index = if FORWARD {
+            at.index + ahead
+        } else {
+            at.index - ahead
+        };
+        // `peek_short` read the same entry of the same immutable copy with the same
+        // decode (`short_entry`), and the key buffer holds a key of this copy (so it starts
+        // with the copy's prefix), so this cannot fail. (If it did, the cursor would forget
+        // the leaf and descend again from its current key, handing out the skipped
+        // entries a second time.)
+        match self.leaf.read_inline(index, &mut self.key) {
+            Some(place) => {
+                at.index = index;
+                self.value = place;
+            }
+            None => self.at = None,
+        }
     }
 
     /// Makes entry `index` of the leaf copy the current entry if the leaf is unchanged

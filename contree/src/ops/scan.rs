@@ -36,6 +36,11 @@ pub struct Range<'t> {
     /// from one end only, and a cursor costs its buffers).
     front: Option<Cursor<'t>>,
     back: Option<Cursor<'t>>,
+    /// Entries handed out from the front cursor's leaf copy past the cursor's own entry
+    /// (the fast path of [`Iterator::next`]), and the same from the back; the cursor is
+    /// moved over them ([`Range::sync`]) before anything reads its position.
+    front_ahead: usize,
+    back_ahead: usize,
     finished: bool,
 }
 
@@ -127,7 +132,67 @@ impl<'t> Range<'t> {
             tree,
             front: None,
             back: None,
+            front_ahead: 0,
+            back_ahead: 0,
             finished: false,
+        }
+    }
+
+    /// Moves both cursors over the entries the fast paths handed out past them.
+    #[inline]
+    fn sync(&mut self) {
+        if self.front_ahead > 0 {
+            if let Some(front) = &mut self.front {
+                front.skip::<true>(self.front_ahead);
+            }
+            self.front_ahead = 0;
+        }
+        if self.back_ahead > 0 {
+            if let Some(back) = &mut self.back {
+                back.skip::<false>(self.back_ahead);
+            }
+            self.back_ahead = 0;
+        }
+    }
+
+    /// The fast path of [`Iterator::next`] while the range is walked from the front only:
+    /// the entry after the last one handed out, straight from the front cursor's leaf copy
+    /// (see [`Cursor::peek_short`]), checked against the end bound. `None` when it takes
+    /// the general path (no such entry in the copy, or not a short one).
+    #[inline(always)]
+    fn next_short(&mut self) -> Option<Option<Entry>> {
+        if self.back.is_some() || self.finished {
+            return None;
+        }
+        let (k, v) = self
+            .front
+            .as_ref()?
+            .peek_short::<true>(self.front_ahead + 1)?;
+        if below(self.end.as_ref().map(Bytes::as_slice), &k) {
+            self.front_ahead += 1;
+            Some(Some((k, v)))
+        } else {
+            self.finished = true;
+            Some(None)
+        }
+    }
+
+    /// As [`next_short`](Self::next_short), from the back.
+    #[inline(always)]
+    fn next_back_short(&mut self) -> Option<Option<Entry>> {
+        if self.front.is_some() || self.finished {
+            return None;
+        }
+        let (k, v) = self
+            .back
+            .as_ref()?
+            .peek_short::<false>(self.back_ahead + 1)?;
+        if above(self.start.as_ref().map(Bytes::as_slice), &k) {
+            self.back_ahead += 1;
+            Some(Some((k, v)))
+        } else {
+            self.finished = true;
+            Some(None)
         }
     }
 
@@ -171,6 +236,7 @@ impl Range<'_> {
         if self.finished {
             return None;
         }
+        self.sync();
         let moved = match &mut self.front {
             Some(front) => front.next(),
             None => {
@@ -193,6 +259,7 @@ impl Range<'_> {
         if self.finished {
             return None;
         }
+        self.sync();
         let moved = match &mut self.back {
             Some(back) => back.prev(),
             None => {
@@ -221,14 +288,20 @@ impl Iterator for Range<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Entry> {
-        self.next_with(copy_entry)
+        match self.next_short() {
+            Some(entry) => entry,
+            None => self.next_with(copy_entry),
+        }
     }
 }
 
 impl DoubleEndedIterator for Range<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Entry> {
-        self.next_back_with(copy_entry)
+        match self.next_back_short() {
+            Some(entry) => entry,
+            None => self.next_back_with(copy_entry),
+        }
     }
 }
 
@@ -244,9 +317,12 @@ impl Tree {
     /// A double-ended iterator over the entries whose keys lie in `range`, in key order.
     ///
     /// The iterator copies one leaf at a time (optimistically, validating the leaf's
-    /// version) and remembers the last key it returned, so it stays correct across concurrent splits and merges: it never
-    /// returns a key twice or out of order, and returns every key that stayed in the tree
-    /// for the whole scan.
+    /// version) and remembers the last key it returned, so it stays correct across
+    /// concurrent splits and merges: it never returns a key twice or out of order, and
+    /// returns every key that stayed in the tree for the whole scan. The entries of one
+    /// leaf are handed out from its copy, each as it was when the copy was taken; a key
+    /// written into that leaf after the copy (by another thread, or by the caller between
+    /// two calls of `next`) may or may not be returned.
     ///
     /// ```
     /// use std::ops::Bound::{Excluded, Included};
