@@ -43,7 +43,9 @@ pub struct Config {
     /// The budget is counted in whole pages: a value that is not a multiple of
     /// `page_size` is rounded down to one (`10 * 4096 + 100` allows 10 pages of 4 KiB),
     /// and it is capped at 2^26 pages (256 GiB of 4 KiB pages). The budget in effect is
-    /// the one [`Error::OutOfSpace`] reports as `max_memory`.
+    /// the one [`Error::OutOfSpace`] reports as `max_memory`. One exception: the undo of
+    /// a failed [`Tree::insert_many`](crate::Tree::insert_many) may take up to 8 pages
+    /// past the budget to put back the values it replaced (see there).
     pub max_memory: usize,
     /// Merge a node into a sibling after a removal leaves it less full than this fraction
     /// of a page (0.0 turns merging off except for empty nodes). Default 0.25.

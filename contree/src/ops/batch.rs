@@ -75,8 +75,11 @@ impl Tree {
     ///   replacement may need a leaf split; the undo puts back the values that need no
     ///   more room first and retries after a [`compact`](Self::compact). Should such a
     ///   put-back still find no room (another thread took the room the undo freed, or
-    ///   the leaves are packed worse than before the batch), that key keeps the new
-    ///   value; this is the one case the undo cannot cover.
+    ///   the batch's own splits spent the budget), it takes the pages it needs past the
+    ///   budget (at most 8 pages for the whole pool at a time), so the tree can hold a
+    ///   few pages more than [`Config::max_memory`](crate::Config::max_memory) after a
+    ///   failed batch, until removals give them back; writes that need a new page fail
+    ///   with [`Error::OutOfSpace`] meanwhile.
     /// * **Not atomic for concurrent readers.** Entries become visible one by one, and on
     ///   failure they may have been seen before the undo.
     ///
@@ -186,10 +189,18 @@ impl Tree {
                     (edit, true)
                 })
             };
+            // A put-back the budget refuses even after a `compact` (its leaf must split and
+            // the batch's own splits, or another thread, spent the budget) takes its pages
+            // past the budget: a failed batch changes nothing.
             let put_back = match undo(&r.old) {
                 Err(Error::OutOfSpace { .. }) => {
                     self.compact();
-                    undo(&r.old)
+                    match undo(&r.old) {
+                        Err(Error::OutOfSpace { .. }) => {
+                            crate::page::with_overdraft(|| undo(&r.old))
+                        }
+                        done => done,
+                    }
                 }
                 done => done,
             };

@@ -111,6 +111,29 @@ pub(crate) struct PagePool {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Exhausted;
 
+/// The most pages past the budget that a thread inside [`with_overdraft`] may take.
+pub(crate) const OVERDRAFT_PAGES: usize = 8;
+
+thread_local! {
+    /// Whether this thread is inside [`with_overdraft`].
+    static OVERDRAFT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread allowed to take up to [`OVERDRAFT_PAGES`] pages past the
+/// budget: what the undo of a failed batch uses to put back a value it replaced when the
+/// leaf it goes into must split and the budget is spent (by the batch's own splits, or by
+/// another thread), so that a failed batch changes nothing.
+pub(crate) fn with_overdraft<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            OVERDRAFT.with(|o| o.set(self.0));
+        }
+    }
+    let _reset = Reset(OVERDRAFT.with(|o| o.replace(true)));
+    f()
+}
+
 impl PagePool {
     /// A pool of pages of `page_size` bytes that holds at most `max_memory` bytes of pages
     /// and gives free pages' memory back to the system if `return_memory`.
@@ -184,7 +207,11 @@ impl PagePool {
     /// [`HybridLatch::renew`]) before it is handed out.
     pub(crate) fn allocate(&self, n: usize) -> Result<Vec<PageId>, Exhausted> {
         let mut st = self.lock();
-        if self.in_use.load(Ordering::Relaxed) + n > self.max_pages {
+        let in_use = self.in_use.load(Ordering::Relaxed);
+        if in_use + n > self.max_pages
+            && !(OVERDRAFT.with(|o| o.get())
+                && in_use + n <= (self.max_pages + OVERDRAFT_PAGES).min(MAX_PAGES))
+        {
             return Err(Exhausted);
         }
         let mut out = Vec::with_capacity(n);
