@@ -377,9 +377,7 @@ impl LeafCopy {
     #[inline(always)]
     pub(crate) fn copy_short(&self, i: usize) -> Option<(Bytes, Bytes)> {
         const CAP: usize = Bytes::INLINE_CAPACITY;
-        if self.size == 0 {
-            return None;
-        }
+        // A copy never loaded (`size` 0) has no bytes: `short_entry` finds no slot.
         let e = self.short_entry(i)?;
         let node = self.node();
         let plen = node.prefix_len();

@@ -192,18 +192,15 @@ impl Tree {
             // A put-back the budget refuses even after a `compact` (its leaf must split and
             // the batch's own splits, or another thread, spent the budget) takes its pages
             // past the budget: a failed batch changes nothing.
-            let put_back = match undo(&r.old) {
-                Err(Error::OutOfSpace { .. }) => {
-                    self.compact();
-                    match undo(&r.old) {
-                        Err(Error::OutOfSpace { .. }) => {
-                            crate::page::with_overdraft(|| undo(&r.old))
-                        }
-                        done => done,
-                    }
-                }
-                done => done,
-            };
+            let refused = |r: &Result<bool, Error>| matches!(r, Err(Error::OutOfSpace { .. }));
+            let mut put_back = undo(&r.old);
+            if refused(&put_back) {
+                self.compact();
+                put_back = undo(&r.old);
+            }
+            if refused(&put_back) {
+                put_back = crate::page::with_overdraft(|| undo(&r.old));
+            }
             if let (Old::Blob(stub), Ok(false) | Err(_)) = (r.old, put_back) {
                 self.core.free_blob(stub);
             }

@@ -37,8 +37,9 @@ pub struct Range<'t> {
     front: Option<Cursor<'t>>,
     back: Option<Cursor<'t>>,
     /// Entries handed out from the front cursor's leaf copy past the cursor's own entry
-    /// (the fast path of [`Iterator::next`]), and the same from the back; the cursor is
-    /// moved over them ([`Range::sync`]) before anything reads its position.
+    /// (the fast path of [`Iterator::next`], see `next_short`), and the same from the
+    /// back; the cursor is moved over them ([`Range::sync`]) before anything reads its
+    /// position.
     front_ahead: usize,
     back_ahead: usize,
     finished: bool,
@@ -155,40 +156,29 @@ impl<'t> Range<'t> {
         }
     }
 
-    /// The fast path of [`Iterator::next`] while the range is walked from the front only:
-    /// the entry after the last one handed out, straight from the front cursor's leaf copy
-    /// (see [`Cursor::peek_short`]), checked against the end bound. `None` when it takes
-    /// the general path (no such entry in the copy, or not a short one).
+    /// The fast path of [`Iterator::next`] (`FORWARD`) and of `next_back` while the range
+    /// is walked from that end only: the entry after (before) the last one handed out,
+    /// straight from that end's cursor's leaf copy (see [`Cursor::peek_short`]), checked
+    /// against the end (start) bound. `None` when it takes the general path (no such entry
+    /// in the copy, or not a short one).
     #[inline(always)]
-    fn next_short(&mut self) -> Option<Option<Entry>> {
-        if self.back.is_some() || self.finished {
-            return None;
-        }
-        let (k, v) = self
-            .front
-            .as_ref()?
-            .peek_short::<true>(self.front_ahead + 1)?;
-        if below(self.end.as_ref().map(Bytes::as_slice), &k) {
-            self.front_ahead += 1;
-            Some(Some((k, v)))
+    fn next_short<const FORWARD: bool>(&mut self) -> Option<Option<Entry>> {
+        let (cursor, other, ahead) = if FORWARD {
+            (&self.front, &self.back, &mut self.front_ahead)
         } else {
-            self.finished = true;
-            Some(None)
-        }
-    }
-
-    /// As [`next_short`](Self::next_short), from the back.
-    #[inline(always)]
-    fn next_back_short(&mut self) -> Option<Option<Entry>> {
-        if self.front.is_some() || self.finished {
+            (&self.back, &self.front, &mut self.back_ahead)
+        };
+        if other.is_some() || self.finished {
             return None;
         }
-        let (k, v) = self
-            .back
-            .as_ref()?
-            .peek_short::<false>(self.back_ahead + 1)?;
-        if above(self.start.as_ref().map(Bytes::as_slice), &k) {
-            self.back_ahead += 1;
+        let (k, v) = cursor.as_ref()?.peek_short::<FORWARD>(*ahead + 1)?;
+        let inside = if FORWARD {
+            below(self.end.as_ref().map(Bytes::as_slice), &k)
+        } else {
+            above(self.start.as_ref().map(Bytes::as_slice), &k)
+        };
+        if inside {
+            *ahead += 1;
             Some(Some((k, v)))
         } else {
             self.finished = true;
@@ -288,7 +278,7 @@ impl Iterator for Range<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Entry> {
-        match self.next_short() {
+        match self.next_short::<true>() {
             Some(entry) => entry,
             None => self.next_with(copy_entry),
         }
@@ -298,7 +288,7 @@ impl Iterator for Range<'_> {
 impl DoubleEndedIterator for Range<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Entry> {
-        match self.next_back_short() {
+        match self.next_short::<false>() {
             Some(entry) => entry,
             None => self.next_back_with(copy_entry),
         }

@@ -274,24 +274,31 @@ fn make_room_around(t: &Tree, oracle: &mut BTreeMap<Vec<u8>, Vec<u8>>, leaf: Pag
     }
 }
 
+/// Appends that fill every leaf, then room made in the neighbours of the leaf of key 3000
+/// (which stays full); returns the oracle and that key.
+fn full_leaf_among_roomy_ones(t: &Tree) -> (BTreeMap<Vec<u8>, Vec<u8>>, [u8; 8]) {
+    let mut oracle = fill_appends(t, 20_000);
+    let probe = 3000u64.to_be_bytes();
+    make_room_around(t, &mut oracle, t.leaf_page_of(&probe));
+    (oracle, probe)
+}
+
+/// The slot of `parent` whose child holds `key`.
+fn slot_of(t: &Tree, parent: &Visit<'_>, key: &[u8]) -> usize {
+    parent.node.lower_bound(key, t.core.directory()).unwrap().0
+}
+
 /// Spreading gives a full leaf room from its neighbours' free space, without a page more or
 /// less, and keeps every entry.
 #[test]
 fn spreading_gives_a_full_leaf_room_from_its_neighbours() {
     let t = tree(Config::default());
-    // Appends fill every leaf; then make room in the neighbours of one of them.
-    let mut oracle = fill_appends(&t, 20_000);
-    let probe = 3000u64.to_be_bytes();
-    make_room_around(&t, &mut oracle, t.leaf_page_of(&probe));
+    let (oracle, probe) = full_leaf_among_roomy_ones(&t);
     let free = |t: &Tree| t.core.page(t.leaf_page_of(&probe)).unwrap().0.free_space();
     assert!(free(&t) < 64, "the probe's leaf starts full");
     let pages = t.stats().leaf_pages;
     let parent = leaf_parent(&t, &probe);
-    let pos = parent
-        .node
-        .lower_bound(&probe, t.core.directory())
-        .unwrap()
-        .0;
+    let pos = slot_of(&t, &parent, &probe);
     let xmerges = t.stats().xmerges;
     assert!(t.core.optimistic_spread(parent, pos).unwrap());
     assert!(free(&t) > 200, "the probe's leaf got room: {}", free(&t));
@@ -348,16 +355,10 @@ fn spreading_reaches_a_parents_last_child() {
 #[test]
 fn spreading_gives_up_when_the_target_is_latched() {
     let t = tree(Config::default());
-    let mut oracle = fill_appends(&t, 20_000);
-    let probe = 3000u64.to_be_bytes();
+    let (oracle, probe) = full_leaf_among_roomy_ones(&t);
     let leaf = t.leaf_page_of(&probe);
-    make_room_around(&t, &mut oracle, leaf);
     let parent = leaf_parent(&t, &probe);
-    let pos = parent
-        .node
-        .lower_bound(&probe, t.core.directory())
-        .unwrap()
-        .0;
+    let pos = slot_of(&t, &parent, &probe);
     assert!(pos >= 2, "two members left of the target: {pos}");
     let left: Vec<(PageId, usize)> = (pos - 2..pos)
         .map(|p| parent.node.child(p).unwrap())
