@@ -93,6 +93,9 @@ fn compact_beside_writers_with_groups_of_sixteen() {
 /// Four writers (each its own keys, against its own oracle, and shared counters), a
 /// scanner checking that stable keys are always seen, both ways, and with `compact` a
 /// thread that runs `Tree::compact` until the writers are done.
+/// A writer's expected entries.
+type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
+
 fn stress(name: &'static str, config: Config, ops: usize, compact: bool) {
     let tree = Tree::with_config(config).unwrap();
     const WRITERS: u64 = 4;
@@ -116,7 +119,7 @@ fn stress(name: &'static str, config: Config, ops: usize, compact: bool) {
         }
     }
     let done = AtomicBool::new(false);
-    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
+    let oracles: Vec<(Oracle, usize)> = std::thread::scope(|s| {
         let scanner = s.spawn(|| {
             let mut scans = 0;
             while !done.load(Ordering::Relaxed) {
@@ -143,7 +146,20 @@ fn stress(name: &'static str, config: Config, ops: usize, compact: bool) {
                 s.spawn(move || {
                     let mut oracle = BTreeMap::new();
                     let mut x = 0x9e37_79b9 + t;
-                    for i in 0..ops {
+                    let start = Instant::now();
+                    let mut draws = 0;
+                    for i in 0.. {
+                        // Past `ops`, go on (for at most 30 s) until a Contention Split has
+                        // happened: it needs writers that meet on a latch, which a machine
+                        // busy with other work makes rarer.
+                        if i >= ops
+                            && i % 1_000 == 0
+                            && (tree.stats().contention_splits > 0
+                                || start.elapsed() > Duration::from_secs(30))
+                        {
+                            break;
+                        }
+                        draws += 1;
                         let r = xorshift(&mut x);
                         // Keys of this thread: the low byte is the thread number.
                         let k = ((r % 20_000) << 8 | t).to_be_bytes().to_vec();
@@ -173,7 +189,7 @@ fn stress(name: &'static str, config: Config, ops: usize, compact: bool) {
                             assert_eq!(tree.get(&k), oracle.get(&k).cloned());
                         }
                     }
-                    oracle
+                    (oracle, draws)
                 })
             })
             .collect();
@@ -198,7 +214,8 @@ fn stress(name: &'static str, config: Config, ops: usize, compact: bool) {
     eprintln!("{name}: {stats:?}");
     assert!(stats.xmerges > 0, "{stats:?}");
     assert!(stats.contention_splits > 0, "{stats:?}");
-    let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = oracles.into_iter().flatten().collect();
+    let draws: Vec<usize> = oracles.iter().map(|(_, n)| *n).collect();
+    let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = oracles.into_iter().flat_map(|(o, _)| o).collect();
     for k in stable.iter().filter(|k| !k.starts_with(b"counter")) {
         oracle.insert(k.clone(), b"stable".to_vec());
     }
@@ -211,9 +228,9 @@ fn stress(name: &'static str, config: Config, ops: usize, compact: bool) {
     assert_matches(&tree, &oracle);
     // Every update was counted once: compare with a replay of the writers' draws.
     let mut updates = 0;
-    for t in 0..WRITERS {
+    for (t, &n) in (0..WRITERS).zip(&draws) {
         let mut x = 0x9e37_79b9 + t;
-        for _ in 0..ops {
+        for _ in 0..n {
             if xorshift(&mut x) >> 60 >= 14 {
                 updates += 1;
             }

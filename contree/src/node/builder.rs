@@ -205,28 +205,39 @@ impl<'g> Builder<'g> {
         let e = src.entry(i).expect("latched");
         assert!(cut <= e.suffix_len, "rebuilt key lacks the node prefix");
         let sl = e.suffix_len - cut;
-        // The new head: old suffix bytes `cut..cut + 4`, from the old head and the old rest.
-        // SAFETY: `entry(i)` succeeded, so slot `i` lies inside the page.
-        let old_head = unsafe { src.slot_head(i) }.to_be_bytes();
-        let mut head = [0u8; 4];
-        for (j, b) in head.iter_mut().enumerate().take(sl.min(4)) {
-            let k = cut + j;
-            *b = match old_head.get(k) {
-                Some(&b) => b,
-                None => src.raw().u8_at(e.rest_off + k - 4).expect("latched"),
-            };
-        }
+        // The new head: old suffix bytes `cut..cut + 4` (zeros past the suffix's end).
+        let head = if cut < 4 {
+            // From the old suffix's first eight bytes as a word: the old head (zero-padded
+            // as heads are), then the first bytes of the old rest.
+            // SAFETY: `entry(i)` succeeded, so slot `i` lies inside the page.
+            let old_head = unsafe { src.slot_head(i) };
+            let mut rest = [0u8; 4];
+            let n = e.suffix_len.saturating_sub(4).min(4);
+            src.raw()
+                .copy_to(e.rest_off, &mut rest[..n])
+                .expect("latched");
+            let word = (old_head as u64) << 32 | u32::from_be_bytes(rest) as u64;
+            ((word << (8 * cut)) >> 32) as u32
+        } else {
+            let mut head = [0u8; 4];
+            src.raw()
+                .copy_to(e.rest_off + cut - 4, &mut head[..sl.min(4)])
+                .expect("latched");
+            u32::from_be_bytes(head)
+        };
         let off = self.reserve(e.space(sl) - SLOT);
         let h = self.node.write_lens(off, sl, e.value_len, e.stub);
-        // The new rest is the old rest without its first `cut` bytes.
+        // The new rest is the old rest without its first `cut` bytes; the value follows it
+        // in both pages, so one copy moves both.
         let rest = sl.saturating_sub(4);
-        if rest > 0 {
-            self.node
-                .copy_heap_from(src, e.rest_off + cut, off + h, rest);
-        }
+        let from = if rest > 0 {
+            e.rest_off + cut
+        } else {
+            e.value_off
+        };
         self.node
-            .copy_heap_from(src, e.value_off, off + h + rest, e.value_len);
-        self.next_slot(u32::from_be_bytes(head), off);
+            .copy_heap_from(src, from, off + h, rest + e.value_len);
+        self.next_slot(head, off);
     }
 
     /// Writes the header fields; `upper_child` is ignored by leaves (pass 0).

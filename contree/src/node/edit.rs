@@ -6,7 +6,7 @@ use super::{
     common_prefix, head_of, lens_len, node_size, stored_entry_space, Fence, Node, NodeMut, Scratch,
     HAS_LOWER, HAS_UPPER, HEADER, LAYOUT_SHIFT, OFF_COUNT, OFF_FLAGS, OFF_HEAP_LIVE, OFF_HEAP_TOP,
     OFF_LEVEL, OFF_LOWER, OFF_LOWER_LEN, OFF_PREFIX, OFF_PREFIX_LEN, OFF_UPPER, OFF_UPPER_LEN,
-    PREFIX_FROM_KEYS, SLOT, STUB_MARK,
+    POLICY_AREA, PREFIX_FROM_KEYS, SLOT, STUB_MARK,
 };
 use crate::sync::Restart;
 
@@ -151,6 +151,51 @@ impl NodeMut<'_> {
         let live = self.heap_live() + len;
         self.write_u32(OFF_HEAP_LIVE, live as u32);
         top
+    }
+
+    /// Makes this fresh page the left half of a split of the leaf `src` that keeps entries
+    /// `0..keep` under `src`'s own prefix, with `sep` as the new upper fence: a copy of
+    /// `src`'s header, first `keep` slots and heap (the other entries' bytes stay behind as
+    /// dead heap bytes), then the fence. Costs a page copy instead of re-encoding every
+    /// entry: the append split, where the left half keeps (almost) all of them. Returns
+    /// false, writing nothing, when the heap has no contiguous room for the fence. The
+    /// policy area starts cleared, as after `init`.
+    pub(super) fn copy_as_left_half(&mut self, src: &Node, keep: usize, sep: &[u8]) -> bool {
+        let count = src.count();
+        let size = src.page_size();
+        let slots_end = HEADER + keep * SLOT;
+        let heap_top = src.heap_top();
+        if keep > count || slots_end + sep.len() > heap_top || heap_top > size {
+            return false;
+        }
+        let lower = src.lower_fence().expect("latched");
+        let prefix = src.prefix().expect("latched");
+        let mut dead = src.upper_fence().expect("latched").map_or(0, |u| u.len());
+        for i in keep..count {
+            dead += src.entry(i).expect("latched").heap_len;
+        }
+        self.copy_heap_from(src, 8, 8, slots_end - 8);
+        self.copy_heap_from(src, heap_top, heap_top, size - heap_top);
+        self.set_count(keep);
+        self.set_heap(heap_top, src.heap_live() - dead);
+        let off = self.heap_alloc(sep.len());
+        self.bytes_mut(off, sep.len()).copy_from_slice(sep);
+        self.write_u32(OFF_UPPER, off as u32);
+        self.write_u16(OFF_UPPER_LEN, sep.len() as u16);
+        // The flags `init` would set for these fences and this prefix.
+        let guaranteed = match lower.as_deref() {
+            Some(l) => common_prefix(l, sep) >= prefix.len() && l.starts_with(&prefix),
+            None => prefix.is_empty(),
+        };
+        let mut flags = self.flags() | HAS_UPPER;
+        if guaranteed {
+            flags &= !PREFIX_FROM_KEYS;
+        } else {
+            flags |= PREFIX_FROM_KEYS;
+        }
+        self.write_u16(OFF_FLAGS, flags);
+        self.set_policy_area([0; POLICY_AREA]);
+        true
     }
 
     pub(super) fn set_count(&mut self, n: usize) {

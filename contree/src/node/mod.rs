@@ -437,6 +437,15 @@ impl Node {
             return Ok(std::cmp::Ordering::Equal);
         }
         let off = self.header_u32(OFF_PREFIX) as usize;
+        if len <= 8 && key.len() >= 8 && off + 8 <= self.page.size() {
+            // A short prefix (the edge nodes' bounded one, integer keys): the first `len`
+            // bytes of both as big-endian words.
+            // SAFETY: `off + 8 <= size`, checked above.
+            let p = u64::from_be_bytes(unsafe { self.page.array_at::<8>(off) });
+            let k = u64::from_be_bytes(key[..8].try_into().expect("8 bytes"));
+            let shift = 64 - 8 * len as u32;
+            return Ok((k >> shift).cmp(&(p >> shift)));
+        }
         let head = &key[..len.min(key.len())];
         // `key` starts with the prefix exactly when its first `len` bytes equal it.
         Ok(self.page.compare(off, len, head)?.reverse())

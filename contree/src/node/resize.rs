@@ -6,7 +6,7 @@ use crate::sync::Restart;
 
 impl Node {
     /// The prefix the part `range` of this node's keys would use under the given fences.
-    fn prefix_for(
+    pub(super) fn prefix_for(
         &self,
         lower: Fence,
         upper: Fence,
@@ -246,7 +246,7 @@ impl NodeMut<'_> {
     /// returned for the parent. Leaves keep entry `sep_pos` in `left`; inner nodes move its
     /// child to `left.upper_child` and push its key up. `sep_pos` must be below `count`.
     /// Both halves start with a cleared policy area.
-    pub(crate) fn split(&mut self, left: NodeMut<'_>, sep_pos: usize) -> Vec<u8> {
+    pub(crate) fn split(&mut self, mut left: NodeMut<'_>, sep_pos: usize) -> Vec<u8> {
         let node = self.node();
         let count = node.count();
         assert!(sep_pos < count, "split position out of range");
@@ -261,8 +261,13 @@ impl NodeMut<'_> {
         let right_prefix = node
             .prefix_for(Some(&sep), upper.as_deref(), sep_pos + 1..count)
             .expect("writable");
-        // Left half into the fresh page.
-        {
+        // Left half into the fresh page: as a page copy when it keeps this node's prefix and
+        // all but at most one entry (an append split), else entry by entry.
+        let copied = level == 0
+            && left_prefix.len() == node.prefix_len()
+            && count - left_end <= 1
+            && left.copy_as_left_half(&node, left_end, &sep);
+        if !copied {
             let mut b = Builder::new(left, level, lower.as_deref(), Some(&sep), &left_prefix);
             if level == 0 {
                 b.copy_range(&node, 0..sep_pos + 1);

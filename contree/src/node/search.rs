@@ -31,14 +31,21 @@ impl Node {
         // SAFETY: as above.
         let off = unsafe { self.slot_offset(i) };
         if let Some(kw) = rest {
-            if off + 5 <= self.page.size() {
-                // Short suffixes (integer keys): the entry's one-byte length header and the
-                // four bytes after it, which hold its suffix beyond the head (at most three
-                // bytes) and then other bytes, masked off.
-                // SAFETY: `off + 5 <= size`, checked above.
-                let [b, r @ ..] = unsafe { self.page.array_at::<5>(off) };
-                if b < 0x80 {
-                    let len = (b >> 4) as usize;
+            if off + 6 <= self.page.size() {
+                // Short suffixes (integer keys): the entry's length header (one byte, or two
+                // for a suffix of 8 bytes or a value of 16 and more) and the four bytes after
+                // it, which hold its suffix beyond the head (at most four bytes) and then
+                // other bytes, masked off.
+                // SAFETY: `off + 6 <= size`, checked above.
+                let [b, v, r @ ..] = unsafe { self.page.array_at::<6>(off) };
+                let short = if b < 0x80 {
+                    Some(((b >> 4) as usize, [v, r[0], r[1], r[2]]))
+                } else if b < 0xC0 && b & 0x3F <= 8 {
+                    Some(((b & 0x3F) as usize, r))
+                } else {
+                    None
+                };
+                if let Some((len, r)) = short {
                     let keep = !(u64::MAX >> (8 * len.saturating_sub(4)));
                     let w = ((u32::from_be_bytes(r) as u64) << 32) & keep;
                     // Equal heads: the words beyond the heads (zero for a suffix of four

@@ -162,6 +162,86 @@ fn split_at_every_position_keeps_all_keys_and_fences() {
     }
 }
 
+/// A leaf split whose left half keeps the node's prefix and all but at most one entry
+/// (the append split on the right edge) copies the page instead of re-encoding the
+/// entries: the left half reads exactly as the entry-by-entry rebuild, fences, prefix and
+/// flags included, and takes inserts afterwards.
+#[test]
+fn an_append_split_copies_the_page_and_matches_a_rebuild() {
+    let key = |i: u64| (0x0102_0304_0000_0000 + i * 7).to_be_bytes();
+    for lower in [None, Some(key(0))] {
+        for drop in [0, 1] {
+            let fill = |n: &mut NodeMut| {
+                n.init(0, lower.as_ref().map(|l| &l[..]), None, b"");
+                let mut i = 1;
+                while n.insert_entry(n.count(), &key(i), &i.to_le_bytes()) {
+                    i += 1;
+                }
+                // Room for the left half's new fence, as `choose_split` would find it.
+                n.remove_at(n.count() - 1);
+                n.remove_at(n.count() - 1);
+            };
+            let (mut p, mut q, mut r) =
+                (Scratch::new(4096), Scratch::new(4096), Scratch::new(4096));
+            let mut n = p.node_mut();
+            fill(&mut n);
+            let count = n.count();
+            let sep_pos = count - 1 - drop;
+            // The rebuild, from an identical node.
+            let mut m = r.node_mut();
+            fill(&mut m);
+            let sep = m.key(sep_pos).unwrap();
+            let prefix = m.prefix_for(lower.as_ref().map(|l| &l[..]), Some(&sep), 0..sep_pos + 1);
+            let mut built = Scratch::new(4096);
+            {
+                let mut b = Builder::new(
+                    built.node_mut(),
+                    0,
+                    lower.as_ref().map(|l| &l[..]),
+                    Some(&sep),
+                    &prefix.unwrap(),
+                );
+                b.copy_range(&m, 0..sep_pos + 1);
+                b.finish(0);
+            }
+            let built = built.node();
+            assert_eq!(n.split(q.node_mut(), sep_pos), sep);
+            let left = q.node();
+            assert_eq!(left.prefix().unwrap(), built.prefix().unwrap());
+            assert_eq!(keys(&left), keys(&built));
+            for i in 0..left.count() {
+                assert_eq!(value_of(&left, i), value_of(&built, i));
+            }
+            assert_eq!(left.lower_fence().unwrap(), built.lower_fence().unwrap());
+            assert_eq!(left.upper_fence().unwrap(), Some(sep.clone()));
+            assert_eq!(left.flags(), built.flags());
+            assert_eq!(left.free_space(), built.free_space());
+            assert_eq!(left.policy_area(), [0; POLICY_AREA]);
+            // On the right edge (a lower fence) the left half keeps the prefix, so the page
+            // is copied, and a dropped entry's bytes stay behind in the copy. (Without fences
+            // the left half's prefix grows: a rebuild.)
+            let copied = built.prefix_len() == m.prefix_len();
+            assert_eq!(copied, lower.is_some());
+            if copied && drop == 1 {
+                assert!(left.contiguous_space() < left.free_space());
+            }
+            assert_eq!(
+                keys(&n),
+                (sep_pos + 1..count)
+                    .map(|i| m.key(i).unwrap())
+                    .collect::<Vec<_>>()
+            );
+            // The copy takes writes: remove its last entry, and insert it again.
+            let mut lq = q.node_mut();
+            let last = lq.key(sep_pos).unwrap();
+            lq.remove_at(sep_pos);
+            assert!(lq.insert_entry(sep_pos, &last, b"again"));
+            assert_eq!(value_of(&lq, sep_pos), b"again");
+            assert_eq!(keys(&lq), keys(&built));
+        }
+    }
+}
+
 #[test]
 fn inner_split_pushes_the_separator_up() {
     let mut p = Scratch::new(4096);
