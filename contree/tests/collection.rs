@@ -810,3 +810,50 @@ fn a_failed_batch_puts_back_a_value_its_leaf_lost_room_for() {
     ));
     assert!(tree.iter().eq(before()));
 }
+
+/// Ranges over leaves whose prefix is short, near and past what a `Bytes` holds inline (22
+/// bytes: the fast path builds keys from a per-leaf copy of the prefix), with suffixes and
+/// values on both sides of that limit, match the oracle from both ends and from the middle.
+#[test]
+fn ranges_agree_at_every_prefix_length() {
+    for plen in [0usize, 1, 7, 17, 18, 21, 22, 23, 30] {
+        let tree = Tree::new();
+        let mut oracle = BTreeMap::new();
+        for i in 0..3_000u32 {
+            let mut k = vec![b'p'; plen];
+            let suffix = i.wrapping_mul(2_654_435_761).to_be_bytes();
+            k.extend_from_slice(&suffix[..1 + i as usize % 4]);
+            k.extend_from_slice(&i.to_be_bytes()[..i as usize % 3]);
+            let v = vec![i as u8; i as usize % 30];
+            tree.insert(&k, &v).unwrap();
+            oracle.insert(k, v);
+        }
+        let want: Vec<(Vec<u8>, Vec<u8>)> = oracle.clone().into_iter().collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = tree
+            .iter()
+            .map(|(k, v)| (k.into_vec(), v.into_vec()))
+            .collect();
+        assert!(got == want, "forward, prefix {plen}");
+        let back: Vec<(Vec<u8>, Vec<u8>)> = tree
+            .iter()
+            .rev()
+            .map(|(k, v)| (k.into_vec(), v.into_vec()))
+            .collect();
+        assert!(
+            back.into_iter().rev().eq(want.iter().cloned()),
+            "backward, prefix {plen}"
+        );
+        let mid = want[want.len() / 3].0.clone();
+        let from: Vec<(Vec<u8>, Vec<u8>)> = tree
+            .range(mid.clone()..)
+            .take(700)
+            .map(|(k, v)| (k.into_vec(), v.into_vec()))
+            .collect();
+        let want_from: Vec<(Vec<u8>, Vec<u8>)> = oracle
+            .range(mid..)
+            .take(700)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert!(from == want_from, "from the middle, prefix {plen}");
+    }
+}

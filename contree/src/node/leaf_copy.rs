@@ -31,6 +31,30 @@ pub(crate) struct LeafCopy {
     /// The whole key of the long key fetched last (see [`fetch`](Self::fetch)), which
     /// [`read`](Self::read) and [`walk`](Self::walk) hand out for its stored form.
     long_key: Vec<u8>,
+    /// The start of every key [`copy_short`](Self::copy_short) builds: the copy's prefix,
+    /// then zeros; written by [`load`](Self::load).
+    template: KeyTemplate,
+}
+
+/// The bytes [`LeafCopy::copy_short`] builds a key in: the prefix (`len` bytes, at most
+/// `Bytes::INLINE_CAPACITY`; `usize::MAX` when the copy's prefix is longer, or torn), the
+/// head, then a block of the rest.
+#[derive(Clone, Copy, Debug)]
+struct KeyTemplate {
+    bytes: [u8; TEMPLATE],
+    len: usize,
+}
+
+/// The length of a [`KeyTemplate`]'s bytes.
+const TEMPLATE: usize = Bytes::INLINE_CAPACITY + 4 + BLOCK;
+
+impl Default for KeyTemplate {
+    fn default() -> KeyTemplate {
+        KeyTemplate {
+            bytes: [0; TEMPLATE],
+            len: usize::MAX,
+        }
+    }
 }
 
 /// Where a value lies: in a [`LeafCopy`] (checked to lie inside it when it was read), or
@@ -118,7 +142,26 @@ impl LeafCopy {
             leaf.raw()
                 .copy_to_ptr(heap_top, size - heap_top, dst.add(heap_top))?;
         }
+        self.set_template();
         Ok(())
+    }
+
+    /// Writes the key template from the copy's prefix (so that a copy that fails
+    /// validation and is loaded again gets its own).
+    fn set_template(&mut self) {
+        let node = self.node();
+        let plen = node.prefix_len();
+        let off = node.header_u32(OFF_PREFIX) as usize;
+        let mut t = KeyTemplate::default();
+        if plen == 0 {
+            t.len = 0;
+        } else if plen <= Bytes::INLINE_CAPACITY {
+            if let Some(p) = self.bytes().get(off..off + plen) {
+                t.bytes[..plen].copy_from_slice(p);
+                t.len = plen;
+            }
+        }
+        self.template = t;
     }
 
     /// The copy's bytes.
@@ -379,30 +422,22 @@ impl LeafCopy {
         const CAP: usize = Bytes::INLINE_CAPACITY;
         // A copy never loaded (`size` 0) has no bytes: `short_entry` finds no slot.
         let e = self.short_entry(i)?;
-        let node = self.node();
-        let plen = node.prefix_len();
-        let klen = plen + e.suffix_len;
+        // `usize::MAX` (a prefix longer than a `Bytes` holds inline) fails the check below.
+        let plen = self.template.len;
+        let klen = plen.saturating_add(e.suffix_len);
         if klen > CAP || e.place.len > CAP {
             return None;
         }
         let bytes = self.bytes();
-        // The key is built in `k[BLOCK..]`: the prefix as the block that ends where it ends
-        // (it lies in the heap, after the header), then the four head bytes, then the rest
-        // as the block that starts where it starts; each part overwrites what the block
-        // before it copied past its own end. Blocks are fixed-size copies (no call of
-        // `memcpy`); a part too near an end of the copy for its block is copied exactly.
-        let mut k = [0u8; BLOCK + CAP + 4 + BLOCK];
-        let poff = node.header_u32(OFF_PREFIX) as usize;
-        match (poff + plen)
-            .checked_sub(BLOCK)
-            .and_then(|s| block(bytes, s))
-        {
-            Some(b) => k[plen..plen + BLOCK].copy_from_slice(&b),
-            None => copy_exact(&mut k, BLOCK, bytes, poff, plen)?,
-        }
-        k[BLOCK + plen..BLOCK + plen + 4].copy_from_slice(&e.head.to_be_bytes());
+        // The key is built in a copy of the template (the prefix, then zeros): the four
+        // head bytes after the prefix, then the rest as the block that starts where it
+        // starts, which may copy bytes past the key's end (not part of the `Bytes`).
+        // Blocks are fixed-size copies (no call of `memcpy`); a rest too near the end of
+        // the copy for its block is copied exactly.
+        let mut k = self.template.bytes;
+        k[plen..plen + 4].copy_from_slice(&e.head.to_be_bytes());
         if e.rest_len > 0 {
-            let at = BLOCK + plen + 4;
+            let at = plen + 4;
             match block(bytes, e.rest_off) {
                 Some(b) => k[at..at + BLOCK].copy_from_slice(&b),
                 None => copy_exact(&mut k, at, bytes, e.rest_off, e.rest_len)?,
@@ -414,7 +449,7 @@ impl LeafCopy {
             None => copy_exact(&mut v, 0, bytes, e.place.off, e.place.len)?,
         }
         let (mut kb, mut vb) = ([0u8; CAP], [0u8; CAP]);
-        kb.copy_from_slice(&k[BLOCK..BLOCK + CAP]);
+        kb.copy_from_slice(&k[..CAP]);
         vb.copy_from_slice(&v[..CAP]);
         Some((
             Bytes::from_inline(klen, kb),
