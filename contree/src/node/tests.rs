@@ -575,3 +575,18 @@ fn the_split_bound_never_admits_a_split_that_does_not_fit() {
         );
     }
 }
+
+/// A node reports its layout from the layout bits of its flags, and a value it does not know
+/// (a torn read, a foreign page) as `Restart`, which `check_invariants` reports.
+#[test]
+fn an_unknown_layout_is_refused() {
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    assert_eq!(n.layout(), Ok(Layout::Slotted));
+    for bits in 1..16u16 {
+        let flags = n.flags() & !LAYOUT_MASK | bits << LAYOUT_SHIFT;
+        n.write_u16(OFF_FLAGS, flags);
+        assert_eq!(n.layout(), Err(Restart), "layout bits {bits}");
+    }
+}
