@@ -590,3 +590,51 @@ fn an_unknown_layout_is_refused() {
         assert_eq!(n.layout(), Err(Restart), "layout bits {bits}");
     }
 }
+
+/// `key_vs_prefix` orders a key against the node's prefix as slices order (a key carrying
+/// the prefix is `Equal`), for prefixes up to and past the 8 bytes compared as one word,
+/// and keys shorter and longer than 8 bytes.
+#[test]
+fn key_vs_prefix_orders_as_slices_at_every_length() {
+    let prefix: Vec<u8> = (1..=12).collect();
+    for plen in 1..=12 {
+        let mut p = Scratch::new(4096);
+        let mut n = p.node_mut();
+        n.init(0, None, None, &prefix[..plen]);
+        assert_eq!(n.prefix_len(), plen);
+        for klen in 0..=14 {
+            for at in 0..klen.max(1) {
+                for delta in [-1i16, 0, 1] {
+                    let mut key: Vec<u8> = (1..=14).take(klen).collect();
+                    if let Some(b) = key.get_mut(at) {
+                        *b = (*b as i16 + delta) as u8;
+                    }
+                    let head = &key[..plen.min(key.len())];
+                    let want = head.cmp(&prefix[..plen]);
+                    let want = if want == std::cmp::Ordering::Equal && key.len() < plen {
+                        std::cmp::Ordering::Less
+                    } else {
+                        want
+                    };
+                    assert_eq!(
+                        n.key_vs_prefix(&key),
+                        Ok(want),
+                        "prefix {plen}, key {key:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A scratch page gives its buffer back to the thread's spares when dropped, so the next
+/// rebuild reuses it (a split neither allocates nor zeroes a page).
+#[test]
+fn a_scratch_page_is_reused() {
+    let first = Scratch::new(4096).node().raw().addr();
+    // An allocation of the same size in between would get a freed buffer's memory.
+    let between = vec![0u64; 4096 / 8];
+    let second = Scratch::new(4096).node().raw().addr();
+    assert_eq!(first, second);
+    assert_ne!(between.as_ptr() as *mut u8, first);
+}
