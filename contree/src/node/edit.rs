@@ -104,6 +104,16 @@ fn edge_prefix_len(lower: Fence, upper: Fence, key: &[u8]) -> usize {
     }
 }
 
+/// Whether every key between the fences carries `prefix`, so that a search need not check
+/// it (else the node is flagged `PREFIX_FROM_KEYS`): every key in `(l, u]` starts with the
+/// fences' common prefix, so with any prefix of it.
+fn prefix_guaranteed(lower: Fence, upper: Fence, prefix: &[u8]) -> bool {
+    match (lower, upper) {
+        (Some(l), Some(u)) => common_prefix(l, u) >= prefix.len() && l.starts_with(prefix),
+        _ => prefix.is_empty(),
+    }
+}
+
 impl NodeMut<'_> {
     /// Formats the page as an empty slotted node whose keys will all start with `prefix`.
     /// The policy area is cleared.
@@ -128,12 +138,7 @@ impl NodeMut<'_> {
             self.write_u16(OFF_UPPER_LEN, u.len() as u16);
             flags |= HAS_UPPER;
         }
-        let guaranteed = match (lower, upper) {
-            // Every key in `(l, u]` starts with the fences' common prefix, so with any prefix of it.
-            (Some(l), Some(u)) => common_prefix(l, u) >= prefix.len() && l.starts_with(prefix),
-            _ => prefix.is_empty(),
-        };
-        if !guaranteed {
+        if !prefix_guaranteed(lower, upper, prefix) {
             flags |= PREFIX_FROM_KEYS;
         }
         self.write_u16(OFF_FLAGS, flags);
@@ -160,7 +165,15 @@ impl NodeMut<'_> {
     /// entry: the append split, where the left half keeps (almost) all of them. Returns
     /// false, writing nothing, when the heap has no contiguous room for the fence. The
     /// policy area starts cleared, as after `init`.
-    pub(super) fn copy_as_left_half(&mut self, src: &Node, keep: usize, sep: &[u8]) -> bool {
+    /// `lower` is `src`'s lower fence and `prefix` its prefix (the split has both at hand).
+    pub(super) fn copy_as_left_half(
+        &mut self,
+        src: &Node,
+        keep: usize,
+        sep: &[u8],
+        lower: Fence,
+        prefix: &[u8],
+    ) -> bool {
         let count = src.count();
         let size = src.page_size();
         let slots_end = HEADER + keep * SLOT;
@@ -168,8 +181,6 @@ impl NodeMut<'_> {
         if keep > count || slots_end + sep.len() > heap_top || heap_top > size {
             return false;
         }
-        let lower = src.lower_fence().expect("latched");
-        let prefix = src.prefix().expect("latched");
         let mut dead = src.upper_fence().expect("latched").map_or(0, |u| u.len());
         for i in keep..count {
             dead += src.entry(i).expect("latched").heap_len;
@@ -183,12 +194,8 @@ impl NodeMut<'_> {
         self.write_u32(OFF_UPPER, off as u32);
         self.write_u16(OFF_UPPER_LEN, sep.len() as u16);
         // The flags `init` would set for these fences and this prefix.
-        let guaranteed = match lower.as_deref() {
-            Some(l) => common_prefix(l, sep) >= prefix.len() && l.starts_with(&prefix),
-            None => prefix.is_empty(),
-        };
         let mut flags = self.flags() | HAS_UPPER;
-        if guaranteed {
+        if prefix_guaranteed(lower, Some(sep), prefix) {
             flags &= !PREFIX_FROM_KEYS;
         } else {
             flags |= PREFIX_FROM_KEYS;

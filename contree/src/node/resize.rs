@@ -266,7 +266,7 @@ impl NodeMut<'_> {
         let copied = level == 0
             && left_prefix.len() == node.prefix_len()
             && count - left_end <= 1
-            && left.copy_as_left_half(&node, left_end, &sep);
+            && left.copy_as_left_half(&node, left_end, &sep, lower.as_deref(), &left_prefix);
         if !copied {
             let mut b = Builder::new(left, level, lower.as_deref(), Some(&sep), &left_prefix);
             if level == 0 {
