@@ -63,6 +63,12 @@ pub struct Stats {
     /// Exclusive leaf-latch acquisitions whose previous holder was another thread, a proxy
     /// for cache-line transfers (0 unless the `latch-stats` cargo feature is on).
     pub latch_handoffs: u64,
+    /// Leaf combining ([`Config::combining`](crate::Config::combining)): inserts and
+    /// removals that a latch holder applied for a writer that found the leaf latched.
+    pub ops_combined: u64,
+    /// Leaf combining: critical sections in which a latch holder applied at least one such
+    /// operation (`ops_combined / combine_batches` operations per batch).
+    pub combine_batches: u64,
     /// Groups of siblings XMerge examined (from the space manager, `compact` and the
     /// memory budget).
     pub xmerge_attempts: u64,
@@ -107,6 +113,8 @@ impl Tree {
                 .load(Ordering::Relaxed),
             latch_slow_paths: core.counters.sum(Counter::LatchSlowPaths).max(0) as u64,
             latch_handoffs: core.counters.sum(Counter::LatchHandoffs).max(0) as u64,
+            ops_combined: core.counters.sum(Counter::OpsCombined).max(0) as u64,
+            combine_batches: core.counters.sum(Counter::CombineBatches).max(0) as u64,
             xmerge_attempts: core.events.xmerge_attempts.load(Ordering::Relaxed),
             xmerges: core.events.xmerges.load(Ordering::Relaxed),
             pages_freed: core.events.pages_freed.load(Ordering::Relaxed),

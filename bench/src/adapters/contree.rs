@@ -41,6 +41,11 @@ pub const VARIANTS: &[Variant] = &[
         build_nocs,
     ),
     (
+        "contree-nocomb",
+        "contree with leaf-level combining off (combining = false)",
+        build_nocomb,
+    ),
+    (
         "contree-nosm",
         "contree with the XMerge space manager thread off (space_manager = false)",
         build_nosm,
@@ -75,6 +80,16 @@ fn build_nocs(shape: &Shape) -> Result<Box<dyn Index>, String> {
     build_with(
         Config {
             contention_split: false,
+            ..Config::default()
+        },
+        shape,
+    )
+}
+
+fn build_nocomb(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(
+        Config {
+            combining: false,
             ..Config::default()
         },
         shape,

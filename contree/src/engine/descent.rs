@@ -21,6 +21,7 @@
 use super::TreeCore;
 use crate::node::{Node, OwnerToken};
 use crate::page::{Directory, PageId};
+use crate::policy::combining::Request;
 use crate::sync::{reentry, ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 
 /// Where a descent ends: the node at `level` whose range holds a key, or the rightmost node
@@ -104,8 +105,10 @@ pub(crate) struct Snapshot<const WAIT: bool>;
 pub(crate) type Optimistic = Snapshot<true>;
 /// See the module doc.
 pub(crate) type OptimisticNoWait = Snapshot<false>;
-/// See the module doc; carries the tree whose leaf policies are asked.
-pub(crate) struct Exclusive<'t>(pub &'t TreeCore);
+/// See the module doc; carries the tree whose leaf policies are asked, and the request that a
+/// writer hands to the holder of a taken leaf latch instead of waiting for it (leaf
+/// combining, `policy::combining`).
+pub(crate) struct Exclusive<'t, 'r>(pub &'t TreeCore, pub Option<&'r Request<'r>>);
 /// See the module doc; carries the owner's token.
 #[allow(dead_code)] // used by the partition executor (issue "Partitions") and tests
 pub(crate) struct Owned<'o>(pub &'o OwnerToken);
@@ -125,7 +128,7 @@ impl<'t, const WAIT: bool> Access<'t> for Snapshot<WAIT> {
     }
 }
 
-impl<'t> Access<'t> for Exclusive<'t> {
+impl<'t> Access<'t> for Exclusive<'t, '_> {
     type Guard = ExclusiveGuard<'t>;
     // A writer's leaf is often the one every writer uses (appends), already in cache; the
     // prefetch cost 2% of single-thread `seq-insert` throughput (bench/results/house-compare.txt).
@@ -143,7 +146,18 @@ impl<'t> Access<'t> for Exclusive<'t> {
             Some(x) => x,
             None => {
                 self.0.policy.latch_busy();
-                latch.exclusive()
+                if let Some(request) = self.1 {
+                    if self.0.policy.combining.hand_over(latch, request) {
+                        // Applied by the holder: the descent ends here (see
+                        // `exclusive_leaf_or_hand_over`).
+                        return Err(Restart);
+                    }
+                }
+                let mut x = latch.exclusive();
+                // Found taken: a slow path even if the hand-over's spin saw it released and
+                // the acquisition took it at once (Contention Split counts it).
+                x.mark_slow_path();
+                x
             }
         };
         above.validate()?;
@@ -364,8 +378,33 @@ impl TreeCore {
     /// Descends to the leaf that holds `key` and latches it exclusively (waiting for it).
     #[inline]
     pub(crate) fn exclusive_leaf(&self, key: &[u8]) -> Result<(Node, ExclusiveGuard<'_>), Restart> {
+        let leaf = self.latch_leaf(key, None)?;
+        Ok(leaf.expect("no request to hand over"))
+    }
+
+    /// [`exclusive_leaf`](Self::exclusive_leaf), or, where the leaf's latch is taken,
+    /// `request` handed to its holder (leaf combining, `policy::combining`): `None` when the
+    /// holder applied it (its outcome is in the request), else the latched leaf as ever.
+    #[inline]
+    pub(crate) fn exclusive_leaf_or_hand_over(
+        &self,
+        key: &[u8],
+        request: &Request,
+    ) -> Result<Option<(Node, ExclusiveGuard<'_>)>, Restart> {
+        match self.latch_leaf(key, Some(request)) {
+            Err(Restart) if request.is_done() => Ok(None),
+            other => other,
+        }
+    }
+
+    #[inline(always)]
+    fn latch_leaf(
+        &self,
+        key: &[u8],
+        request: Option<&Request>,
+    ) -> Result<Option<(Node, ExclusiveGuard<'_>)>, Restart> {
         let finger = if self.appending() {
-            let found = self.rightmost_finger(key)?;
+            let found = self.rightmost_finger(key, request)?;
             if found.is_none() {
                 self.set_appending(false);
             }
@@ -376,7 +415,7 @@ impl TreeCore {
         let (node, mut guard) = match finger {
             Some(found) => found,
             None => {
-                let r = self.descend(&mut Target::Key(key, 0), &Exclusive(self))?;
+                let r = self.descend(&mut Target::Key(key, 0), &Exclusive(self, request))?;
                 if r.pid == self.rightmost_leaf() {
                     self.set_appending(true);
                 }
@@ -384,17 +423,34 @@ impl TreeCore {
             }
         };
         self.policy.latched(node, &mut guard, &self.counters);
-        Ok((node, guard))
+        Ok(Some((node, guard)))
     }
 
     /// The append finger: a key above the lower fence of the rightmost leaf belongs to that
     /// leaf, whose page never changes (see the module doc of `engine`), so appends latch it
     /// without a descent. Returns `None` (nothing latched) for any other key.
+    /// With a `request`, a taken latch is handed the request (leaf combining; the holder
+    /// checks the key against its fences): `Restart` with the request done when the holder
+    /// applied it.
     #[inline]
-    fn rightmost_finger(&self, key: &[u8]) -> Result<Option<(Node, ExclusiveGuard<'_>)>, Restart> {
+    fn rightmost_finger(
+        &self,
+        key: &[u8],
+        request: Option<&Request>,
+    ) -> Result<Option<(Node, ExclusiveGuard<'_>)>, Restart> {
         let (node, latch) = self.page(self.rightmost_leaf())?;
+        let hand_over = || match request {
+            Some(r) => {
+                self.policy.latch_busy();
+                self.policy.combining.hand_over(latch, r)
+            }
+            None => false,
+        };
         // A cheap optimistic look first, so that other keys pay no latch.
         let Some(look) = latch.try_optimistic() else {
+            if hand_over() {
+                return Err(Restart);
+            }
             return Ok(None);
         };
         let above = node.above_lower_fence(key, self.directory())?;
@@ -408,8 +464,13 @@ impl TreeCore {
             Ok(x) => (x, true),
             Err(Restart) => {
                 // A writer came in between (or holds the latch): wait, then look again.
+                if hand_over() {
+                    return Err(Restart);
+                }
                 self.policy.latch_busy();
-                (latch.exclusive(), false)
+                let mut x = latch.exclusive();
+                x.mark_slow_path();
+                (x, false)
             }
         };
         // The lower fence may have risen (a split) since the look.

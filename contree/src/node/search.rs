@@ -2,7 +2,9 @@
 //! Safe to run optimistically (see the module doc of `node`).
 
 use super::raw::be_word;
-use super::{head_of, long_key_len, Node, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN};
+use super::{
+    head_of, long_key_len, Node, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN, OFF_UPPER, OFF_UPPER_LEN,
+};
 use crate::long_key;
 use crate::page::Directory;
 use crate::sync::Restart;
@@ -79,14 +81,37 @@ impl Node {
         if self.flags() & HAS_LOWER == 0 {
             return Ok(true);
         }
-        let off = self.header_u32(OFF_LOWER) as usize;
-        let len = self.header_u16(OFF_LOWER_LEN) as usize;
-        let order = if len == long_key_len(self.page_size()) {
-            long_key::compare_stored(self.raw(), off, len, 0, key, dir)?
+        Ok(self.fence_vs(OFF_LOWER, OFF_LOWER_LEN, key, dir)? == Ordering::Less)
+    }
+
+    /// The order of the fence at header fields `off_field` and `len_field` against `key`.
+    #[inline]
+    fn fence_vs(
+        &self,
+        off_field: usize,
+        len_field: usize,
+        key: &[u8],
+        dir: &Directory,
+    ) -> Result<Ordering, Restart> {
+        let off = self.header_u32(off_field) as usize;
+        let len = self.header_u16(len_field) as usize;
+        if len == long_key_len(self.page_size()) {
+            long_key::compare_stored(self.raw(), off, len, 0, key, dir)
         } else {
-            self.page.compare(off, len, key)?
-        };
-        Ok(order == Ordering::Less)
+            self.page.compare(off, len, key)
+        }
+    }
+
+    /// Whether `key` lies inside the node's fences (above the lower one, at most the upper
+    /// one; a missing fence is no bound); long fences are read through `dir`.
+    pub(crate) fn holds_key(&self, key: &[u8], dir: &Directory) -> Result<bool, Restart> {
+        if !self.above_lower_fence(key, dir)? {
+            return Ok(false);
+        }
+        if !self.has_upper_fence() {
+            return Ok(true);
+        }
+        Ok(self.fence_vs(OFF_UPPER, OFF_UPPER_LEN, key, dir)? != Ordering::Less)
     }
 
     /// The first position whose key is `>= key`, and whether that key equals `key`.

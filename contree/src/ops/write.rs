@@ -6,6 +6,7 @@ use crate::blob::Stub;
 use crate::engine::TreeCore;
 use crate::error::Error;
 use crate::node::{NodeMut, Stored, SLOT};
+use crate::policy::combining::{self, Kind, Outcome, Request};
 use crate::policy::Divert;
 use crate::sync::reentry::InClosure;
 use crate::sync::{Counter, Restart};
@@ -437,8 +438,13 @@ impl Tree {
         let core = &*self.core;
         let Divert::Proceed = core.policy.before_latch(key);
         let mut split_at = None;
+        let request = Request::new(key, Kind::Insert(value));
         let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
-            let (node, mut x) = core.exclusive_leaf(key)?;
+            let Some((node, mut x)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
+                // The latch holder inserted it (leaf combining).
+                return Ok(Some(request.take_outcome().old()));
+            };
+            let latch = x.latch_addr();
             let slow_path = x.slow_path();
             let mut node = NodeMut::new(node, &mut x);
             let (pos, found) = node.lower_bound(key, core.directory())?;
@@ -455,6 +461,9 @@ impl Tree {
             split_at = core
                 .policy
                 .after_change(&mut node, pos, slow_path, core.directory());
+            if core.policy.combining.has_waiters(latch) {
+                serve_waiters(core, &mut node, latch, &mut split_at);
+            }
             Ok(Some(old))
         })?;
         if old.is_none() {
@@ -521,13 +530,14 @@ impl Tree {
         let mut split_at = None;
         let out = core.retry(|| {
             let (node, mut x) = core.exclusive_leaf(key)?;
+            let latch = x.latch_addr();
             let slow_path = x.slow_path();
             let mut node = NodeMut::new(node, &mut x);
             let (pos, found) = node.lower_bound(key, core.directory())?;
             if !found {
                 return Ok(None);
             }
-            let _mark = InClosure::enter(core.id(), "update_with");
+            let mark = InClosure::enter(core.id(), "update_with");
             let out = match node.stub(pos)? {
                 None => f.take().map(|f| f(node.value_mut(pos))),
                 Some(stub) => {
@@ -538,9 +548,13 @@ impl Tree {
                     out
                 }
             };
+            drop(mark);
             split_at = core
                 .policy
                 .after_change(&mut node, pos, slow_path, core.directory());
+            if core.policy.combining.has_waiters(latch) {
+                serve_waiters(core, &mut node, latch, &mut split_at);
+            }
             Ok(out)
         });
         if let Some(sep) = split_at {
@@ -560,12 +574,163 @@ impl Tree {
     /// assert_eq!(tree.remove(b"k"), None);
     /// ```
     pub fn remove(&self, key: &[u8]) -> Option<Vec<u8>> {
-        if key.len() > self.core.config().max_key_len() {
+        let core = &*self.core;
+        if key.len() > core.config().max_key_len() {
             return None;
+        }
+        if key.len() <= core.config().max_inline_key_len() {
+            if let Some(old) = self.remove_in_leaf(key) {
+                return old;
+            }
         }
         self.modify(key, None, |old| {
             (Edit::<&[u8]>::Remove, old.map(<[u8]>::to_vec))
         })
         .unwrap_or(None)
     }
+
+    /// The common removal, of a key that stays inline with an inline value (or absent):
+    /// [`modify`](Self::modify) without what only long keys and out-of-line values need.
+    /// `None`, with the tree unchanged, when the value is out of line: the caller then takes
+    /// the general path.
+    #[inline(always)]
+    fn remove_in_leaf(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        let core = &*self.core;
+        let Divert::Proceed = core.policy.before_latch(key);
+        let mut split_at = None;
+        let mut underfull = false;
+        let request = Request::new(key, Kind::Remove);
+        let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
+            let Some((node, mut x)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
+                // The latch holder removed it (leaf combining).
+                let outcome = request.take_outcome();
+                underfull = outcome.underfull();
+                return Ok(Some(outcome.old()));
+            };
+            let latch = x.latch_addr();
+            let slow_path = x.slow_path();
+            let mut node = NodeMut::new(node, &mut x);
+            let (pos, found) = node.lower_bound(key, core.directory())?;
+            let old = if !found {
+                None
+            } else if node.is_stub(pos) {
+                return Ok(None);
+            } else {
+                let old = node.value_mut(pos).to_vec();
+                node.remove_at(pos);
+                underfull = core.is_underfull(&node);
+                split_at = core
+                    .policy
+                    .after_change(&mut node, pos, slow_path, core.directory());
+                Some(old)
+            };
+            if core.policy.combining.has_waiters(latch) {
+                serve_waiters(core, &mut node, latch, &mut split_at);
+            }
+            Ok(Some(old))
+        })?;
+        if old.is_some() {
+            core.counters.add(Counter::Len, -1);
+            core.counters.add(Counter::Removals, 1);
+        }
+        if let Some(sep) = split_at {
+            core.contention_split(&sep);
+        } else if underfull {
+            core.try_merge(key, 0);
+        }
+        if old.is_some() {
+            core.retry_deferred_merge();
+            core.release_memory_if_many();
+        }
+        Some(old)
+    }
+}
+
+/// Leaf combining, the holder's side (`policy::combining`): applies the requests that
+/// writers published for the latch at `latch`, which this thread holds on `node`, and
+/// completes each (applied or handed back) before the latch is released. A Contention
+/// Split that an applied request asks for is kept in `split_at` if none is there yet.
+#[cold]
+#[inline(never)]
+fn serve_waiters(
+    core: &TreeCore,
+    node: &mut NodeMut<'_>,
+    latch: usize,
+    split_at: &mut Option<Vec<u8>>,
+) {
+    let mut batch = Vec::new();
+    let mut applied = 0;
+    for _ in 0..combining::ROUNDS {
+        core.policy.combining.take(latch, &mut batch);
+        if batch.is_empty() {
+            break;
+        }
+        for taken in batch.drain(..) {
+            // SAFETY: taken from the queue of the latch this thread holds; its writer waits
+            // until it is completed below.
+            let request = unsafe { taken.request() };
+            let outcome = apply_request(core, node, request, split_at);
+            applied += i64::from(matches!(outcome, Outcome::Applied { .. }));
+            // SAFETY: as above; completed once, and not touched afterwards.
+            unsafe { taken.complete(outcome) };
+        }
+    }
+    if applied > 0 {
+        core.counters.add(Counter::OpsCombined, applied);
+        core.counters.add(Counter::CombineBatches, 1);
+    }
+}
+
+/// Applies one published request to the latched leaf `node`, as its writer would have:
+/// `Bounced` (the leaf unchanged) when the key lies outside the leaf's fences, its value
+/// is out of line, or the change needs a split. A key and a value of a request stay
+/// inline (its writer checked).
+fn apply_request(
+    core: &TreeCore,
+    node: &mut NodeMut<'_>,
+    request: &Request,
+    split_at: &mut Option<Vec<u8>>,
+) -> Outcome {
+    let dir = core.directory();
+    let key = request.key;
+    if !matches!(node.holds_key(key, dir), Ok(true)) {
+        return Outcome::Bounced;
+    }
+    let Ok((pos, found)) = node.lower_bound(key, dir) else {
+        return Outcome::Bounced;
+    };
+    if found && node.is_stub(pos) {
+        return Outcome::Bounced;
+    }
+    let outcome = match request.kind {
+        Kind::Insert(value) => {
+            let old = found.then(|| node.value_mut(pos).to_vec());
+            match put_inline(node, pos, key, found, value) {
+                Ok(Ok(_)) => Outcome::Applied {
+                    old,
+                    underfull: false,
+                },
+                _ => return Outcome::Bounced,
+            }
+        }
+        Kind::Remove if !found => {
+            return Outcome::Applied {
+                old: None,
+                underfull: false,
+            }
+        }
+        Kind::Remove => {
+            let old = node.value_mut(pos).to_vec();
+            node.remove_at(pos);
+            Outcome::Applied {
+                old: Some(old),
+                underfull: core.is_underfull(node),
+            }
+        }
+    };
+    let split = core.policy.after_change(node, pos, true, dir);
+    if split_at.is_none() {
+        *split_at = split;
+    }
+    outcome
 }

@@ -5,7 +5,8 @@
 //!   may divert the operation (hot-spot handling will buffer appends here). Today every
 //!   operation proceeds.
 //! * [`latch_busy`](LeafPolicies::latch_busy): the leaf latch was found taken, before the
-//!   writer waits for it.
+//!   writer waits for it; a closure-free insert or removal is handed to the latch holder
+//!   there instead ([`combining`]: leaf-level combining).
 //! * [`latched`](LeafPolicies::latched): the latch was acquired, with or without a slow path
 //!   (the `latch-stats` counters).
 //! * [`after_change`](LeafPolicies::after_change): after a leaf change under the latch;
@@ -19,11 +20,13 @@
 //! this module alone decides its layout ([`PolicyArea`]). State that only hot leaves need and
 //! that does not fit there will live off the page, keyed by page id.
 
+pub(crate) mod combining;
 mod contention;
 
 use crate::config::Config;
 use crate::node::{Node, NodeMut, POLICY_AREA};
 use crate::sync::{ExclusiveGuard, StripedCounters};
+pub(crate) use combining::Combining;
 pub(crate) use contention::ContentionSplit;
 
 /// Contention Split: the counting periods a split leaf stays hot (see [`PolicyArea::hot`]).
@@ -90,12 +93,15 @@ pub(crate) enum SplitAdvice {
 #[derive(Debug)]
 pub(crate) struct LeafPolicies {
     contention: ContentionSplit,
+    /// Leaf-level combining (`Config::combining`).
+    pub(crate) combining: Combining,
 }
 
 impl LeafPolicies {
     pub(crate) fn new(config: &Config) -> LeafPolicies {
         LeafPolicies {
             contention: ContentionSplit::new(config),
+            combining: Combining::new(config.combining),
         }
     }
 

@@ -205,6 +205,32 @@ impl HybridLatch {
         }
     }
 
+    /// Waits (spin, then sleep) while a writer holds the latch and `pending()` holds;
+    /// returns once either was seen false. Whatever the holder wrote before it released the
+    /// latch is visible afterwards. A sleeper is woken by the next release only, so `pending`
+    /// turning false alone does not wake it (leaf combining: the holder completes the
+    /// requests it serves before it releases the latch).
+    pub(crate) fn wait_while_exclusive(&self, pending: impl Fn() -> bool) {
+        wait_while(self, |s| s & EXCLUSIVE != 0 && pending());
+        fence(Ordering::Acquire);
+    }
+
+    /// Spins briefly (the spin phase of a wait) while a writer holds the latch; returns
+    /// whether one still holds it, i.e. the holder takes long (leaf combining hands an
+    /// operation over only then: a holder that is about to release serves nobody better
+    /// than a waiter that takes the latch itself).
+    pub(crate) fn spin_while_exclusive(&self) -> bool {
+        for round in 0..SPIN_ROUNDS {
+            if self.state.load(Ordering::Relaxed) & EXCLUSIVE == 0 {
+                return false;
+            }
+            for _ in 0..(1u32 << round) {
+                spin_hint();
+            }
+        }
+        self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
+    }
+
     /// Acquires the latch exclusively only if that is possible at once.
     pub fn try_exclusive(&self) -> Option<ExclusiveGuard<'_>> {
         let s = self.state.load(Ordering::Relaxed);

@@ -27,9 +27,13 @@ pub(crate) enum Counter {
     LatchSlowPaths,
     /// Exclusive leaf-latch acquisitions from another thread than the last (`latch-stats`).
     LatchHandoffs,
+    /// Operations a latch holder applied for a waiting writer (leaf combining).
+    OpsCombined,
+    /// Critical sections in which a holder applied at least one waiting writer's operation.
+    CombineBatches,
 }
 
-const COUNTERS: usize = 5;
+const COUNTERS: usize = 7;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

@@ -54,6 +54,10 @@ struct Model {
     max_value: usize,
     /// Relative weights of point writes, point reads, scans and `compact()`.
     weights: [u32; 4],
+    /// Yields inside each `update_with` closure: a holder that keeps its leaf latched for
+    /// that long (as a descheduled one would), so that writers that find the latch taken
+    /// hand their operations to it (leaf combining).
+    holder_yields: usize,
 }
 
 /// Totals over all executions of a model (std atomics: read outside the executions).
@@ -67,6 +71,7 @@ struct Totals {
     out_of_space: AtomicU64,
     out_of_line: AtomicU64,
     max_height: AtomicU64,
+    ops_combined: AtomicU64,
 }
 
 /// The seed of the schedulers' sequence of schedules: fixed by default, so that the default
@@ -195,6 +200,9 @@ fn point_op(
         3 => {
             history.run(thread, i, Op::Update, || {
                 Res::Len(tree.update_with(k, |v| {
+                    for _ in 0..model.holder_yields {
+                        shuttle::thread::yield_now();
+                    }
                     v[0] = !v[0];
                     v.len()
                 }))
@@ -475,6 +483,9 @@ fn execution(model: &Model, totals: &Totals) {
     totals
         .max_height
         .fetch_max(s.height as u64, Ordering::Relaxed);
+    totals
+        .ops_combined
+        .fetch_add(s.ops_combined, Ordering::Relaxed);
 }
 
 /// Runs `body` under [`iterations`] schedules of the random scheduler and as many of the
@@ -506,7 +517,7 @@ fn check(model: Model) -> Arc<Totals> {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     eprintln!(
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
-         {} out-of-line entries at the end, height up to {}",
+         {} out-of-line entries at the end, height up to {}, {} operations combined",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -515,6 +526,7 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.out_of_space),
         get(&totals.out_of_line),
         get(&totals.max_height),
+        get(&totals.ops_combined),
     );
     totals
 }
@@ -533,6 +545,7 @@ fn splits_and_merges() {
         hot: 200..206,
         max_value: 200,
         weights: [6, 2, 2, 0],
+        holder_yields: 0,
     });
     assert!(totals.splits.load(Ordering::Relaxed) > 0);
     assert!(totals.merges.load(Ordering::Relaxed) > 0);
@@ -552,6 +565,7 @@ fn long_keys_and_out_of_line_values() {
         hot: 10..16,
         max_value: 600,
         weights: [6, 2, 2, 0],
+        holder_yields: 0,
     });
     assert!(totals.out_of_line.load(Ordering::Relaxed) > 0);
     assert!(totals.splits.load(Ordering::Relaxed) > 0);
@@ -577,8 +591,34 @@ fn contention_split() {
         hot: 20..24,
         max_value: 40,
         weights: [7, 1, 2, 0],
+        holder_yields: 0,
     });
     assert!(totals.contention_splits.load(Ordering::Relaxed) > 0);
+}
+
+/// Leaf combining: writers of a few keys of one leaf (inline values) hand their inserts and
+/// removals to the thread holding the leaf's latch, which applies them in its critical
+/// section; every result must still be linearizable for its key, and reach its own caller.
+/// Updates hold their leaf for 100 yields (writers hand over only to a slow holder).
+#[test]
+fn leaf_combining() {
+    let totals = check(Model {
+        config: Config {
+            contention_split: false,
+            merge_threshold: 0.0,
+            ..small_config()
+        },
+        keys: 40,
+        long_keys: false,
+        initially: |i| i % 2 == 0,
+        threads: 4,
+        ops_per_thread: 5,
+        hot: 20..26,
+        max_value: 30,
+        weights: [9, 1, 1, 0],
+        holder_yields: 100,
+    });
+    assert!(totals.ops_combined.load(Ordering::Relaxed) > 0);
 }
 
 /// XMerge: a sparse tree packed by `compact()` (groups of 3) while other threads write,
@@ -599,6 +639,7 @@ fn xmerge_beside_writers() {
         hot: 60..70,
         max_value: 100,
         weights: [5, 2, 2, 2],
+        holder_yields: 0,
     });
     assert!(totals.xmerges.load(Ordering::Relaxed) > 0);
 }
@@ -620,6 +661,7 @@ fn memory_budget() {
         hot: 10..16,
         max_value: 300,
         weights: [7, 1, 2, 1],
+        holder_yields: 0,
     });
     assert!(totals.out_of_space.load(Ordering::Relaxed) > 0);
 }
