@@ -385,7 +385,7 @@ impl TreeCore {
     /// [`exclusive_leaf`](Self::exclusive_leaf), or, where the leaf's latch is taken,
     /// `request` handed to its holder (leaf combining, `policy::combining`): `None` when the
     /// holder applied it (its outcome is in the request), else the latched leaf as ever.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn exclusive_leaf_or_hand_over(
         &self,
         key: &[u8],
