@@ -5,12 +5,13 @@
 //! holder inserts the keys of all waiting writers while they sleep.
 //!
 //! **Protocol.** A [`Request`] lives on its writer's stack. The writer, having found the
-//! latch at address `addr` taken, publishes a pointer to it in the queue of `addr`'s slot
-//! ([`Combining::publish`]) and sleeps on the latch (parked, after a short spin) while the
-//! latch stays taken and the request is not done. A holder that applied its own operation
+//! latch at address `addr` taken and still taken after a short spin (a holder about to
+//! release is not worth handing over to), publishes a pointer to it in the queue of `addr`'s
+//! slot ([`Combining::publish`]) and sleeps on the latch while the latch stays taken and the
+//! request is not done. A holder that applied its own operation
 //! looks at its slot ([`Combining::has_waiters`]: one relaxed load, the only cost an
 //! uncontended leaf pays), takes the requests published for its latch under the slot's mutex
-//! ([`Combining::take`]), applies each one and marks it done ([`Request::complete`]) before
+//! ([`Combining::take`]), applies each one and marks it done ([`Taken::complete`]) before
 //! it releases the latch; the release wakes the sleepers. A writer that wakes to a latch
 //! released without its request done withdraws it under the same mutex
 //! ([`Combining::withdraw`]) and takes the latch itself; if the request is gone from the
@@ -228,7 +229,6 @@ impl Combining {
             return;
         };
         let mut queue = slot.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let before = queue.len();
         queue.retain(|&(a, t)| {
             if a == addr {
                 out.push(t);
@@ -238,7 +238,6 @@ impl Combining {
             }
         });
         slot.waiting.store(queue.len(), Ordering::Relaxed);
-        debug_assert!(queue.len() <= before);
     }
 
     fn publish(&self, slot: &Slot, addr: usize, request: &Request) {

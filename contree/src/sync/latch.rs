@@ -52,6 +52,14 @@ impl Default for HybridLatch {
     }
 }
 
+/// Round `round` of an exponential busy wait: `2^round` spin hints.
+#[inline]
+fn spin_round(round: u32) {
+    for _ in 0..(1u32 << round) {
+        spin_hint();
+    }
+}
+
 /// Exponential busy wait, then park until `blocked(state)` turns false.
 /// Returns after the condition was seen false at least once (the caller retries its CAS).
 #[inline(never)]
@@ -63,9 +71,7 @@ fn wait_while(latch: &HybridLatch, blocked: impl Fn(u64) -> bool) {
             return;
         }
         if round < SPIN_ROUNDS {
-            for _ in 0..(1u32 << round) {
-                spin_hint();
-            }
+            spin_round(round);
             round += 1;
             continue;
         }
@@ -224,9 +230,7 @@ impl HybridLatch {
             if self.state.load(Ordering::Relaxed) & EXCLUSIVE == 0 {
                 return false;
             }
-            for _ in 0..(1u32 << round) {
-                spin_hint();
-            }
+            spin_round(round);
         }
         self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
     }
