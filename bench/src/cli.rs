@@ -11,6 +11,7 @@ use crate::adapters;
 use crate::generators::Distribution;
 use crate::keys::KeyKind;
 use crate::workloads::load::Order;
+pub use crate::workloads::seq_insert::ReaderOp;
 
 /// contree-bench: the papers' experiments on contree and its peers, side by side.
 #[derive(Parser, Debug)]
@@ -138,6 +139,17 @@ pub struct SeqInsertArgs {
     /// Fixed number of writer threads (then --threads counts readers).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub writers: Option<u32>,
+    /// What readers do: point lookups or 100-entry scans, starting at one of the
+    /// `--recent` most recently handed out keys.
+    #[arg(long, value_enum, default_value_t = ReaderOp::Get)]
+    pub reader_op: ReaderOp,
+    /// Readers pick their key among this many most recent ids (0: among all keys).
+    #[arg(long, default_value_t = 0)]
+    pub recent: u64,
+    /// Byte reordering (contree's `Scattered<u64>` key codec): the id's first and last
+    /// key bytes swapped, so consecutive ids spread over the key space (scans lose order).
+    #[arg(long)]
+    pub scatter: bool,
 }
 
 /// hot-update options.

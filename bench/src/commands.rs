@@ -53,7 +53,10 @@ pub fn execute(cli: Cli) -> Result<(), String> {
             let p = params(&a.run, 100_000, 8, None);
             let readers = a.readers.map(|r| r as usize);
             let writers = a.writers.map(|w| w as usize);
-            (Box::new(SeqInsert::new(p, readers, writers)), a.run)
+            let seq = SeqInsert::new(p, readers, writers)
+                .reading(a.reader_op, a.recent)
+                .scattered(a.scatter);
+            (Box::new(seq), a.run)
         }
         Command::HotUpdate(a) => {
             let p = params(&a.run, 100_000, 8, None);

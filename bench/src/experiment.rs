@@ -218,6 +218,15 @@ fn record(
         series: workload
             .time_series()
             .then(|| per_second_mops(&result.per_second, result.elapsed.as_secs_f64())),
+        reader_mops: result
+            .readers
+            .as_ref()
+            .map(|r| r.ops as f64 / result.elapsed.as_secs_f64().max(1e-9) / 1e6),
+        reader_p99_ns: result
+            .readers
+            .as_ref()
+            .filter(|r| !r.latency.is_empty())
+            .map(|r| r.latency.value_at_quantile(0.99)),
     }
 }
 

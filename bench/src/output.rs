@@ -66,9 +66,13 @@ pub fn table(
                     .bytes_per_entry
                     .map(|b| format!("{b:.1}"))
                     .unwrap_or_else(|| "-".into());
+                let readers = match s.reader_mops {
+                    Some(m) => format!("  readers {m:.3} Mops/s, p99 {}", ns(s.reader_p99_ns)),
+                    None => String::new(),
+                };
                 let _ = writeln!(
                     out,
-                    "{:<16} {:>7} {:>9.3} {:>10} {:>8} {:>8} {:>8} {:>8}",
+                    "{:<16} {:>7} {:>9.3} {:>10} {:>8} {:>8} {:>8} {:>8}{readers}",
                     s.peer,
                     s.threads,
                     s.mops,
@@ -109,7 +113,7 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
 pub fn csv(records: &[Record]) -> String {
     let mut out = String::from(
         "workload,peer,threads,repetition,mops,ops,seconds,p50_ns,p99_ns,p999_ns,\
-         bytes_per_entry,repr,config,stats,series\n",
+         bytes_per_entry,repr,config,stats,series,reader_mops,reader_p99_ns\n",
     );
     for r in records {
         let stats = r.stats.as_ref().map(|s| s.to_string()).unwrap_or_default();
@@ -120,7 +124,7 @@ pub fn csv(records: &[Record]) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{:.6},{},{:.6},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{:.6},{},{:.6},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&r.workload),
             csv_field(&r.peer),
             r.threads,
@@ -138,6 +142,8 @@ pub fn csv(records: &[Record]) -> String {
             csv_field(&r.config),
             csv_field(&stats),
             csv_field(&series),
+            r.reader_mops.map(|m| format!("{m:.6}")).unwrap_or_default(),
+            opt(&r.reader_p99_ns),
         );
     }
     out

@@ -8,6 +8,9 @@
 //!   and recorded in the thread's own hdrhistogram, so the timer does not dominate the cost of
 //!   short operations. Histograms are merged after the threads join.
 //! - Each thread counts its operations into per-second buckets for time series (`news`).
+//! - Readers beside the measured writers ([`Worker::is_reader`]) are counted apart: the
+//!   result's operations, latency and series are the writers', and [`PhaseResult::readers`]
+//!   holds the readers' operations and latency.
 //!
 //! Nothing is shared between workers during a phase except the read-only stop flag and what
 //! the workload itself shares.
@@ -47,6 +50,17 @@ pub struct PhaseResult {
     pub latency: Histogram<u64>,
     /// Operations per one-second bucket since the start.
     pub per_second: Vec<u64>,
+    /// The readers' share, when some workers are readers ([`Worker::is_reader`]).
+    pub readers: Option<ReaderResult>,
+}
+
+/// What the readers beside the writers did in one phase.
+#[derive(Debug, Clone)]
+pub struct ReaderResult {
+    /// Reader operations performed.
+    pub ops: u64,
+    /// Sampled reader step latencies in nanoseconds.
+    pub latency: Histogram<u64>,
 }
 
 impl PhaseResult {
@@ -67,6 +81,7 @@ fn new_histogram() -> Histogram<u64> {
 }
 
 struct ThreadResult {
+    reader: bool,
     ops: u64,
     end: Instant,
     latency: Histogram<u64>,
@@ -106,6 +121,7 @@ pub fn run_phase(
             .zip(per_thread_ops)
             .map(|(mut worker, limit_ops)| {
                 let (stop, barrier) = (&stop, &barrier);
+                let reader = worker.is_reader();
                 let mut latency = new_histogram();
                 s.spawn(move || {
                     barrier.wait();
@@ -149,6 +165,7 @@ pub fn run_phase(
                     }
                     per_second[sec] += ops - counted;
                     ThreadResult {
+                        reader,
                         ops,
                         end,
                         latency,
@@ -176,7 +193,18 @@ pub fn run_phase(
     let mut per_second: Vec<u64> = Vec::new();
     let mut ops = 0;
     let mut end = start;
+    let mut readers: Option<ReaderResult> = None;
     for r in results {
+        if r.reader {
+            let share = readers.get_or_insert_with(|| ReaderResult {
+                ops: 0,
+                latency: new_histogram(),
+            });
+            share.ops += r.ops;
+            let _ = share.latency.add(&r.latency);
+            end = end.max(r.end);
+            continue;
+        }
         ops += r.ops;
         end = end.max(r.end);
         let _ = latency.add(&r.latency);
@@ -192,5 +220,6 @@ pub fn run_phase(
         elapsed: end - start,
         latency,
         per_second,
+        readers,
     }
 }

@@ -39,6 +39,13 @@ pub struct Record {
     pub config: String,
     /// Millions of operations per second for each second of the run (time-series workloads).
     pub series: Option<Vec<f64>>,
+    /// Readers beside the writers (seq-insert `--readers`): their millions of operations per
+    /// second (`mops` and the latencies are then the writers').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reader_mops: Option<f64>,
+    /// The readers' p99 latency in nanoseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reader_p99_ns: Option<u64>,
 }
 
 /// The median of `values` (mean of the middle two for an even count); `None` if empty.
@@ -82,6 +89,10 @@ pub struct Summary {
     pub series: Option<Vec<f64>>,
     /// The stats of the last repetition.
     pub stats: Option<serde_json::Value>,
+    /// Median reader throughput (seq-insert `--readers`).
+    pub reader_mops: Option<f64>,
+    /// Median reader p99 latency.
+    pub reader_p99_ns: Option<f64>,
 }
 
 fn median_of(records: &[&Record], f: impl Fn(&Record) -> Option<f64>) -> Option<f64> {
@@ -120,6 +131,8 @@ pub fn summarize(records: &[Record]) -> Vec<Summary> {
                 bytes_per_entry: median_of(&group, |r| r.bytes_per_entry),
                 series: mid.series.clone(),
                 stats: group.last().and_then(|r| r.stats.clone()),
+                reader_mops: median_of(&group, |r| r.reader_mops),
+                reader_p99_ns: median_of(&group, |r| r.reader_p99_ns.map(|x| x as f64)),
                 workload,
                 peer,
                 threads,

@@ -65,6 +65,13 @@ pub struct Config {
     /// contended (0.0 to 1.0; 0.0 splits at every period end where two slots differ).
     /// Default 0.1: see `docs/design.md` for the measurement behind it.
     pub contention_threshold: f64,
+    /// Whether Contention Split may split a leaf whose contention comes from appends at its
+    /// end (auto-increment keys): such a split cannot spread the writers, since the next key
+    /// goes to the new right half again, and leaves a half-empty leaf behind. Off (the
+    /// default), a contended period of appends asks for no split and is counted in
+    /// [`Stats::append_hot_periods`](crate::Stats::append_hot_periods); leaf combining
+    /// ([`combining`](Self::combining)) serves those writers. On: the paper's rule.
+    pub contention_split_appends: bool,
     /// XMerge: the largest group of neighbouring siblings (K in the paper) packed into one
     /// node fewer, 2 to 16. Larger groups free more pages but keep more latches at once.
     /// Default 5 (as in the paper).
@@ -116,6 +123,7 @@ impl Default for Config {
             contention_sample_shift: 2,
             contention_period_shift: 9,
             contention_threshold: 0.1,
+            contention_split_appends: false,
             xmerge_group: 5,
             space_manager: true,
             fill_target: 0.9,

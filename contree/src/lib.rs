@@ -69,7 +69,7 @@ pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
 pub use stats::Stats;
 pub use tree::Tree;
 pub use typed::codec;
-pub use typed::codec::{KeyCodec, KeyEncode, ValueCodec, ValueEncode};
+pub use typed::codec::{KeyCodec, KeyEncode, Scattered, ValueCodec, ValueEncode};
 pub use typed::{TreeMap, TypedKeyRange, TypedRange};
 
 /// The README's examples, compiled and run as doc tests.

@@ -57,6 +57,10 @@ pub struct Stats {
     /// Periods that ended with unnecessary contention and asked for a Contention Split
     /// (some are skipped: the leaf changed meanwhile, or the parent could not take the key).
     pub contention_split_attempts: u64,
+    /// Contended Contention Split periods of appends at a leaf's end, which asked for no
+    /// split ([`Config::contention_split_appends`](crate::Config::contention_split_appends)
+    /// off): the writers of an append hot spot, served by leaf combining instead.
+    pub append_hot_periods: u64,
     /// Exclusive leaf-latch acquisitions that had to wait (0 unless the `latch-stats` cargo
     /// feature is on).
     pub latch_slow_paths: u64,
@@ -113,6 +117,7 @@ impl Tree {
                 .load(Ordering::Relaxed),
             latch_slow_paths: core.counters.sum(Counter::LatchSlowPaths).max(0) as u64,
             latch_handoffs: core.counters.sum(Counter::LatchHandoffs).max(0) as u64,
+            append_hot_periods: core.policy.append_hot_periods(),
             ops_combined: core.counters.sum(Counter::OpsCombined).max(0) as u64,
             combine_batches: core.counters.sum(Counter::CombineBatches).max(0) as u64,
             xmerge_attempts: core.events.xmerge_attempts.load(Ordering::Relaxed),

@@ -1,6 +1,7 @@
 //! Contention Split: a deterministic split between two alternately updated keys, splits
-//! under the default settings with 8 threads on a hot leaf, and oracle/invariant checks while
-//! aggressive contention splits run beside inserts, removes, updates and scans.
+//! under the default settings with 8 threads on a hot leaf, appends left alone, and
+//! oracle/invariant checks while aggressive contention splits run beside inserts, removes,
+//! updates and scans.
 
 #[path = "support/concurrent.rs"]
 mod concurrent;
@@ -166,6 +167,33 @@ fn default_settings_split_a_hot_leaf_under_8_threads() {
         ops.load(Ordering::Relaxed),
         "an update was lost"
     );
+}
+
+/// Appends at the end of the rightmost leaf, with every period counted as contended: no
+/// Contention Split (a split cannot spread appends), each contended period counted in
+/// `append_hot_periods`; with `contention_split_appends` on, the paper's rule splits.
+#[test]
+fn appends_are_not_contention_split_unless_asked() {
+    for split_appends in [false, true] {
+        let tree = Tree::with_config(Config {
+            contention_split_appends: split_appends,
+            ..aggressive()
+        })
+        .unwrap();
+        for i in 0..20_000u32 {
+            tree.insert(&key(i), b"v").unwrap();
+        }
+        let stats = tree.stats();
+        if split_appends {
+            assert!(stats.contention_splits > 0, "{stats:?}");
+            assert_eq!(stats.append_hot_periods, 0, "{stats:?}");
+        } else {
+            assert_eq!(stats.contention_splits, 0, "{stats:?}");
+            assert!(stats.append_hot_periods > 1000, "{stats:?}");
+        }
+        tree.check_invariants().unwrap();
+        assert_eq!(tree.len(), 20_000);
+    }
 }
 
 /// Aggressive Contention Split beside inserts, removes, updates and scans from 4 threads;

@@ -967,3 +967,52 @@ fn set_debug_default_and_stats() {
     assert_eq!(set.remove("a"), Some(()));
     assert_eq!(set.remove("a"), None);
 }
+
+/// `Scattered<u64>` keys (byte reordering): four threads insert ids from one shared counter;
+/// every id is found, the map iterates in the order of the encodings (`Ord` of `Scattered`),
+/// and consecutive ids are spread over many leaves.
+#[test]
+fn scattered_keys_from_a_shared_counter() {
+    use contree::Scattered;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let _watchdog = watchdog(
+        "scattered_keys_from_a_shared_counter",
+        Duration::from_secs(120),
+    );
+    let map: TreeMap<Scattered<u64>, u64> = TreeMap::new();
+    let next = AtomicU64::new(0);
+    const N: u64 = 40_000;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let id = next.fetch_add(1, Ordering::Relaxed);
+                if id >= N {
+                    break;
+                }
+                assert_eq!(map.insert(&Scattered(id), &id).unwrap(), None);
+            });
+        }
+    });
+    assert_eq!(map.len(), N as usize);
+    for id in (0..N).step_by(97) {
+        assert_eq!(map.get(&Scattered(id)), Some(id));
+    }
+    let keys: Vec<Scattered<u64>> = map
+        .iter()
+        .map(|(k, v)| {
+            assert_eq!(k.0, v);
+            k
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]));
+    let mut ids: Vec<u64> = keys.iter().map(|k| k.0).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..N).collect::<Vec<_>>());
+    // 256 consecutive ids fall into many different leaves.
+    let tree = map.as_tree();
+    let leaves: std::collections::BTreeSet<_> = (1000..1256u64)
+        .map(|id| tree.leaf_page_of(&Scattered(id).to_key_bytes()))
+        .collect();
+    assert!(leaves.len() > 16, "{} leaves", leaves.len());
+    tree.check_invariants().unwrap();
+}

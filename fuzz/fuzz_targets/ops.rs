@@ -47,6 +47,8 @@ struct Cfg {
     threshold: u8,
     blob_heap: bool,
     return_memory: bool,
+    combining: bool,
+    contention_split_appends: bool,
 }
 
 impl Cfg {
@@ -73,6 +75,8 @@ impl Cfg {
             space_manager: false,
             blob_heap: self.blob_heap,
             return_memory: self.return_memory,
+            combining: self.combining,
+            contention_split_appends: self.contention_split_appends,
             ..Config::default()
         }
     }

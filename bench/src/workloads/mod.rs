@@ -26,6 +26,11 @@ pub trait Worker: Send {
     /// Performs one operation (or transaction); returns the number of index operations, or 0
     /// when this worker is finished.
     fn step(&mut self, index: &dyn Index) -> u32;
+    /// Whether this worker is a reader beside the writers whose operations the run measures
+    /// (seq-insert's readers): its operations and latency are reported apart.
+    fn is_reader(&self) -> bool {
+        false
+    }
 }
 
 /// A benchmark workload.

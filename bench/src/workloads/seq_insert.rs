@@ -1,6 +1,8 @@
 //! `seq-insert`: writer threads insert monotonically increasing integer keys drawn from one
 //! shared counter, so every insert lands on the rightmost leaf; optional reader threads do
-//! point lookups of random existing keys beside them (`hotspots-hot-leaves.md`).
+//! point lookups or 100-entry scans beside them, from random existing keys or from recent
+//! ones (`--reader-op`, `--recent`; `hotspots-hot-leaves.md`). Readers' throughput and
+//! latency are reported apart from the writers' ([`Worker::is_reader`]).
 //!
 //! With `--readers R` the swept thread count is the number of writers (R readers are added);
 //! with `--writers W` it is the number of readers; with both, the run has exactly R + W
@@ -14,11 +16,26 @@ use crate::adapters::{Index, Shape};
 use crate::generators::FastRng;
 use crate::keys::{fill_value, KeyBuf, KeyKind};
 
+/// What a seq-insert reader does.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderOp {
+    /// A point lookup.
+    Get,
+    /// A scan of up to [`SCAN_LEN`] entries.
+    Scan,
+}
+
+/// Entries a scanning reader visits.
+pub const SCAN_LEN: usize = 100;
+
 /// The seq-insert workload.
 pub struct SeqInsert {
     params: Params,
     readers: Option<usize>,
     writers: Option<usize>,
+    reader_op: ReaderOp,
+    recent: u64,
+    scatter: bool,
     next_id: AtomicU64,
 }
 
@@ -30,7 +47,34 @@ impl SeqInsert {
             params,
             readers,
             writers,
+            reader_op: ReaderOp::Get,
+            recent: 0,
+            scatter: false,
         }
+    }
+
+    /// Keys byte-reordered as contree's `Scattered<u64>` encodes them: the first and last
+    /// byte of the big-endian id swapped (the preloaded records keep plain keys).
+    pub fn scattered(mut self, on: bool) -> Self {
+        self.scatter = on;
+        self
+    }
+
+    fn key(&self, id: u64) -> KeyBuf {
+        if self.scatter {
+            let mut bytes = id.to_be_bytes();
+            bytes.swap(0, 7);
+            KeyBuf::int(u64::from_be_bytes(bytes))
+        } else {
+            KeyBuf::int(id)
+        }
+    }
+
+    /// Readers do `op` from one of the `recent` most recently handed out ids (0: any id).
+    pub fn reading(mut self, op: ReaderOp, recent: u64) -> Self {
+        self.reader_op = op;
+        self.recent = recent;
+        self
     }
 
     /// (readers, writers) when the swept thread count is `threads`.
@@ -51,8 +95,24 @@ impl Workload for SeqInsert {
 
     fn config(&self, threads: usize) -> String {
         let (r, w) = self.roles(threads);
+        let reads = match (self.reader_op, self.recent) {
+            (ReaderOp::Get, 0) => "lookups of any key".to_string(),
+            (ReaderOp::Get, n) => format!("lookups among the {n} newest keys"),
+            (ReaderOp::Scan, 0) => format!("{SCAN_LEN}-entry scans from any key"),
+            (ReaderOp::Scan, n) => format!("{SCAN_LEN}-entry scans from the {n} newest keys"),
+        };
+        let scatter = if self.scatter {
+            ", byte-reordered keys"
+        } else {
+            ""
+        };
+        let readers = if r > 0 {
+            format!(" ({reads}; Mops/s and latency are the writers')")
+        } else {
+            String::new()
+        };
         format!(
-            "{w} writers + {r} readers, {}-byte values, {} records preloaded",
+            "{w} writers + {r} readers{readers}{scatter}, {}-byte values, {} records preloaded",
             self.params.value_size, self.params.records
         )
     }
@@ -106,12 +166,27 @@ impl Worker for SeqWorker<'_> {
         if self.writer {
             let id = self.workload.next_id.fetch_add(1, Relaxed);
             fill_value(&mut self.value, id, 0);
-            index.insert(KeyBuf::int(id).as_bytes(), &self.value);
+            index.insert(self.workload.key(id).as_bytes(), &self.value);
         } else {
             let items = self.workload.next_id.load(Relaxed).max(1);
-            let id = self.rng.below(items);
-            index.get(KeyBuf::int(id).as_bytes(), &mut self.out);
+            let id = match self.workload.recent {
+                0 => self.rng.below(items),
+                n => items - 1 - self.rng.below(n.min(items)),
+            };
+            let key = self.workload.key(id);
+            match self.workload.reader_op {
+                ReaderOp::Get => {
+                    index.get(key.as_bytes(), &mut self.out);
+                }
+                ReaderOp::Scan => {
+                    index.scan(key.as_bytes(), SCAN_LEN, &mut |_, _| {});
+                }
+            }
         }
         1
+    }
+
+    fn is_reader(&self) -> bool {
+        !self.writer
     }
 }

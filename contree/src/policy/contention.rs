@@ -11,6 +11,16 @@
 //! slot just changed differs from the last sampled one, the leaf is split halfway between
 //! the two, even when it is not full. The counters then restart.
 //!
+//! **Appends are left alone.** When both the change that ends a contended period and the last
+//! sampled one were at the leaf's end, or a few slots short of it (up to 8, and a sixteenth
+//! of the leaf's entries; appends: auto-increment
+//! keys, timestamps, arriving a little out of order from several threads), a split
+//! cannot spread the writers, since the next key goes to the new rightmost half again; it
+//! only leaves a half-empty leaf behind (`hotspots-hot-leaves.md` §2). Such a period asks
+//! for no split (unless [`Config::contention_split_appends`](crate::Config)), and is counted
+//! in `Stats::append_hot_periods`: leaf combining (`policy::combining`) serves those
+//! writers instead.
+//!
 //! Listing 1 compares the current position with `lastUpdatedPos` after overwriting it; here
 //! the previous value is compared, as the text of §3.3 describes.
 //!
@@ -23,12 +33,22 @@
 use super::PolicyArea;
 use crate::config::Config;
 use crate::node::NodeMut;
+use crate::sync::seam::{AtomicU64, Ordering};
 use std::cell::Cell;
 
+/// Slots short of a leaf's end at which a change still counts as an append (module doc):
+/// appends from several threads take their keys in one order and arrive in another. At
+/// most a sixteenth of the leaf's entries.
+const APPEND_SLACK: usize = 8;
+
 /// The decision rule, fixed at tree creation from the `Config`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct ContentionSplit {
     enabled: bool,
+    /// `Config::contention_split_appends`.
+    split_appends: bool,
+    /// Contended periods of appends that asked for no split (module doc).
+    pub(crate) append_hot_periods: AtomicU64,
     sample_mask: u32,
     period_mask: u32,
     threshold: f64,
@@ -61,6 +81,8 @@ impl ContentionSplit {
         let mask = |shift: u32| (1u32 << shift.min(31)) - 1;
         ContentionSplit {
             enabled: config.contention_split,
+            split_appends: config.contention_split_appends,
+            append_hot_periods: AtomicU64::new(0),
             sample_mask: mask(config.contention_sample_shift),
             period_mask: mask(
                 config
@@ -92,6 +114,7 @@ impl ContentionSplit {
     }
 
     #[cold]
+    #[inline(never)]
     fn sampled(
         &self,
         node: &mut NodeMut,
@@ -102,14 +125,21 @@ impl ContentionSplit {
         let mut area = PolicyArea::read(node);
         let updates = area.sampled.saturating_add(1);
         let slow = area.sampled_slow.saturating_add(slow_path as u16);
-        let pos16 = pos.min(u16::MAX as usize - 2) as u16;
-        let last = area.last_slot;
+        let pos16 = pos.min(0x7ffd) as u16;
+        // An insert at the end leaves `pos` on the last slot; a removal there, past it.
+        // Concurrent appends arrive a little out of order: a few slots short counts too
+        // (at most a sixteenth of the leaf, so that a small leaf keeps a middle).
+        let slack = APPEND_SLACK.min(node.count() / 16);
+        let at_end = pos + 1 + slack >= node.count();
+        let (last, last_at_end) = (area.last_slot, area.last_at_end);
         if !period_end {
-            (area.sampled, area.sampled_slow, area.last_slot) = (updates, slow, Some(pos16));
+            (area.sampled, area.sampled_slow) = (updates, slow);
+            (area.last_slot, area.last_at_end) = (Some(pos16), at_end);
             area.write(node);
             return None;
         }
-        (area.sampled, area.sampled_slow, area.last_slot) = (0, 0, None);
+        (area.sampled, area.sampled_slow) = (0, 0);
+        (area.last_slot, area.last_at_end) = (None, false);
         let contended =
             slow as f64 >= self.threshold * updates as f64 && slow > 0 || self.threshold == 0.0;
         // A hot mark expires: cleared by a period without contention, and worn down by
@@ -121,6 +151,10 @@ impl ContentionSplit {
         };
         area.write(node);
         if !contended {
+            return None;
+        }
+        if at_end && last_at_end && last.is_some() && !self.split_appends {
+            self.append_hot_periods.fetch_add(1, Ordering::Relaxed);
             return None;
         }
         let last = last.filter(|&l| l != pos16)?;
@@ -170,5 +204,94 @@ mod tests {
         LeafPolicies::contention_split_done(&mut node);
         cs.sampled(&mut node, 1, false, true);
         assert!(LeafPolicies::may_merge(&node.node()));
+    }
+
+    /// Contended periods of appends at the leaf's end ask for no split unless
+    /// `contention_split_appends` is on; a contended period whose changes are not both at the
+    /// end still splits between them.
+    #[test]
+    fn appends_at_the_end_are_left_to_combining() {
+        for split_appends in [false, true] {
+            let cs = ContentionSplit::new(&Config {
+                contention_split_appends: split_appends,
+                ..Config::default()
+            });
+            let mut page = Scratch::new(4096);
+            let mut node = page.node_mut();
+            node.init(0, None, None, &[]);
+            // 160 entries: the slack is the whole APPEND_SLACK.
+            const N: usize = 160;
+            for k in 0..N {
+                assert!(node.insert_entry(k, &[k as u8], b"v"));
+                // Every change found the latch taken; a period ends at the last append.
+                let split = cs.sampled(&mut node, k, true, k == N - 1);
+                assert_eq!(
+                    split.is_some(),
+                    k == N - 1 && split_appends,
+                    "{split_appends} {k}"
+                );
+            }
+            let periods = || cs.append_hot_periods.load(Ordering::Relaxed);
+            assert_eq!(periods(), u64::from(!split_appends));
+            let end = N - 1;
+            // Changes in the middle of the leaf are split between, either way.
+            assert_eq!(cs.sampled(&mut node, 2, true, false), None);
+            assert_eq!(cs.sampled(&mut node, 6, true, true), Some(4));
+            // A change in the middle after one at the end: not appends, split.
+            assert_eq!(cs.sampled(&mut node, end, true, false), None);
+            assert_eq!(cs.sampled(&mut node, 3, true, true), Some((3 + end) / 2));
+            // A change at the end after one in the middle: not appends either.
+            assert_eq!(cs.sampled(&mut node, 3, true, false), None);
+            assert_eq!(cs.sampled(&mut node, end, true, true), Some((3 + end) / 2));
+            // Out of order by up to APPEND_SLACK slots still counts as appends.
+            let edge = end - APPEND_SLACK;
+            assert_eq!(cs.sampled(&mut node, edge, true, false), None);
+            let split = cs.sampled(&mut node, end, true, true);
+            assert_eq!(split, split_appends.then_some((edge + end) / 2));
+            assert_eq!(periods(), 2 * u64::from(!split_appends));
+            assert_eq!(cs.sampled(&mut node, edge - 1, true, false), None);
+            assert_eq!(
+                cs.sampled(&mut node, end, true, true),
+                Some((edge - 1 + end) / 2)
+            );
+        }
+    }
+
+    /// A small leaf keeps a middle: the slack is at most a sixteenth of its entries.
+    #[test]
+    fn small_leaves_count_only_their_last_slots_as_the_end() {
+        let cs = ContentionSplit::new(&Config::default());
+        let mut page = Scratch::new(4096);
+        let mut node = page.node_mut();
+        node.init(0, None, None, &[]);
+        for k in 0u8..20 {
+            assert!(node.insert_entry(k as usize, &[k], b"v"));
+        }
+        // 20 entries: a slack of 1; slots 18 and 19 are the end, 17 is not.
+        assert_eq!(cs.sampled(&mut node, 18, true, false), None);
+        assert_eq!(cs.sampled(&mut node, 19, true, true), None);
+        assert_eq!(cs.append_hot_periods.load(Ordering::Relaxed), 1);
+        assert_eq!(cs.sampled(&mut node, 17, true, false), None);
+        assert_eq!(cs.sampled(&mut node, 19, true, true), Some(18));
+    }
+
+    /// The policy area keeps the last sampled slot and whether it was at the end apart.
+    #[test]
+    fn last_slot_and_at_end_round_trip() {
+        let mut page = Scratch::new(4096);
+        let mut node = page.node_mut();
+        node.init(0, None, None, &[]);
+        for (last_slot, last_at_end) in [(None, false), (Some(0), true), (Some(0x7ffd), false)] {
+            let area = PolicyArea {
+                sampled: 3,
+                sampled_slow: 2,
+                last_slot,
+                last_at_end,
+                hot: 1,
+                last_holder: 7,
+            };
+            area.write(&mut node);
+            assert_eq!(PolicyArea::read(&node.node()), area);
+        }
     }
 }

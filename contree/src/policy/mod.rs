@@ -41,6 +41,8 @@ pub(crate) struct PolicyArea {
     pub sampled_slow: u16,
     /// Contention Split: the slot of the last sampled change.
     pub last_slot: Option<u16>,
+    /// Contention Split: whether the last sampled change was at the leaf's end (an append).
+    pub last_at_end: bool,
     /// Periods left in which merges and XMerge leave this leaf alone (0: not hot). Contention
     /// Split sets it to [`HOT_PERIODS`] on both halves of a split; every later period end takes
     /// one off, and a period without contention clears it, so a mark always expires.
@@ -50,15 +52,17 @@ pub(crate) struct PolicyArea {
 }
 
 impl PolicyArea {
-    /// Layout: sampled u16, sampled_slow u16, last slot + 1 u16 (0: none), hot periods u16,
-    /// last holder u32; all native-endian.
+    /// Layout: sampled u16, sampled_slow u16, last slot + 1 in the low 15 bits of a u16 (0:
+    /// none) with `last_at_end` in its top bit, hot periods u16, last holder u32; all
+    /// native-endian. A leaf has fewer than 2^15 slots (pages are at most 64 KiB).
     pub(crate) fn read(node: &Node) -> PolicyArea {
         let a = node.policy_area();
         let u16_at = |i: usize| u16::from_ne_bytes([a[i], a[i + 1]]);
         PolicyArea {
             sampled: u16_at(0),
             sampled_slow: u16_at(2),
-            last_slot: u16_at(4).checked_sub(1),
+            last_slot: (u16_at(4) & 0x7fff).checked_sub(1),
+            last_at_end: u16_at(4) & 0x8000 != 0,
             hot: u16_at(6),
             last_holder: u32::from_ne_bytes([a[8], a[9], a[10], a[11]]),
         }
@@ -68,7 +72,9 @@ impl PolicyArea {
         let mut a = [0u8; POLICY_AREA];
         a[0..2].copy_from_slice(&self.sampled.to_ne_bytes());
         a[2..4].copy_from_slice(&self.sampled_slow.to_ne_bytes());
-        a[4..6].copy_from_slice(&self.last_slot.map_or(0, |s| s + 1).to_ne_bytes());
+        let last =
+            self.last_slot.map_or(0, |s| (s + 1) & 0x7fff) | u16::from(self.last_at_end) << 15;
+        a[4..6].copy_from_slice(&last.to_ne_bytes());
         a[6..8].copy_from_slice(&self.hot.to_ne_bytes());
         a[8..12].copy_from_slice(&self.last_holder.to_ne_bytes());
         node.set_policy_area(a);
@@ -144,6 +150,13 @@ impl LeafPolicies {
         let mut key = node.key(mid).ok()?;
         crate::long_key::expand(&mut key, dir).ok()?;
         Some(key)
+    }
+
+    /// [`Stats::append_hot_periods`](crate::Stats::append_hot_periods).
+    pub(crate) fn append_hot_periods(&self) -> u64 {
+        self.contention
+            .append_hot_periods
+            .load(crate::sync::seam::Ordering::Relaxed)
     }
 
     /// Before the latched leaf `node` is split for space.

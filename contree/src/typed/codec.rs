@@ -29,6 +29,7 @@
 //! | `[T; N]` | the elements' encodings one after another (`[u8; N]`: the `N` bytes as they are) |
 //! | tuples of 2 to 8 codecs | the elements' encodings one after another |
 //! | `&T` | as `T` |
+//! | [`Scattered<T>`] (`u16` to `u128`) | big-endian with the first and last byte swapped: **not in numeric order** (see its doc) |
 //!
 //! Flipping the sign bit maps `i32::MIN..=i32::MAX` onto `0..=u32::MAX` in order, so
 //! negative numbers sort before positive ones. UTF-8 orders by code point, as `char` does.
@@ -205,7 +206,10 @@ mod array;
 mod bytes;
 mod option;
 mod scalar;
+mod scattered;
 mod tuple;
+
+pub use scattered::Scattered;
 
 /// The encoding half of a key codec. It is separate from [`KeyCodec`] so that unsized
 /// borrowed forms (`str`, `[u8]`) can be used to look keys up and insert them, as in
