@@ -12,14 +12,13 @@
 //! the two, even when it is not full. The counters then restart.
 //!
 //! **Appends are left alone.** When both the change that ends a contended period and the last
-//! sampled one were at the leaf's end, or a few slots short of it (up to 8, and a sixteenth
-//! of the leaf's entries; appends: auto-increment
-//! keys, timestamps, arriving a little out of order from several threads), a split
-//! cannot spread the writers, since the next key goes to the new rightmost half again; it
-//! only leaves a half-empty leaf behind (`hotspots-hot-leaves.md` §2). Such a period asks
-//! for no split (unless [`Config::contention_split_appends`](crate::Config)), and is counted
-//! in `Stats::append_hot_periods`: leaf combining (`policy::combining`) serves those
-//! writers instead.
+//! sampled one were at the leaf's end, or a few slots short of it (up to 8, and at most a
+//! sixteenth of the leaf's entries), the writers are appending (auto-increment keys,
+//! timestamps, arriving a little out of order from several threads). A split cannot spread
+//! them, since the next key goes to the new right half again; it only leaves a half-empty
+//! leaf behind (`hotspots-hot-leaves.md`). Such a period asks for no split (unless
+//! [`Config::contention_split_appends`](crate::Config)) and is counted in
+//! `Stats::append_hot_periods`: leaf combining (`policy::combining`) serves those writers.
 //!
 //! Listing 1 compares the current position with `lastUpdatedPos` after overwriting it; here
 //! the previous value is compared, as the text of §3.3 describes.
