@@ -190,3 +190,20 @@ impl Worker for SeqWorker<'_> {
         !self.writer
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use contree::{KeyEncode, Scattered};
+
+    /// `--scatter` keys are the bytes contree's `Scattered<u64>` codec writes.
+    #[test]
+    fn scattered_keys_match_the_codec() {
+        let seq = SeqInsert::new(Params::default(), None, None).scattered(true);
+        for id in [0u64, 1, 255, 256, 100_000, 0x0102_0304_0506_0708, u64::MAX] {
+            assert_eq!(seq.key(id).as_bytes(), Scattered(id).to_key_bytes(), "{id}");
+        }
+        let plain = SeqInsert::new(Params::default(), None, None);
+        assert_eq!(plain.key(300).as_bytes(), 300u64.to_be_bytes());
+    }
+}

@@ -592,7 +592,9 @@ impl Tree {
     /// The common removal, of a key that stays inline with an inline value (or absent):
     /// [`modify`](Self::modify) without what only long keys and out-of-line values need.
     /// `None`, with the tree unchanged, when the value is out of line: the caller then takes
-    /// the general path.
+    /// the general path. Kept apart from `insert_in_leaf` on purpose: one body shared by both
+    /// (and by `apply_request`) measured callgrind insert 1,503 -> 1,579 and append 920 ->
+    /// 989 instructions.
     #[inline(always)]
     fn remove_in_leaf(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
         let core = &*self.core;
