@@ -111,6 +111,23 @@ pub struct Config {
     /// [`Stats::combine_batches`](crate::Stats::combine_batches). An uncontended leaf pays
     /// one load per write. Default on.
     pub combining: bool,
+    /// The side structure for hot ranges (the auxiliary structure of the "hot spots" paper):
+    /// when Contention Split's sampler finds ordered appends from several threads on one
+    /// leaf, that leaf's key range becomes hot, and inserts and removals of its keys go to
+    /// sharded sorted maps beside the tree instead of latching the leaf; they are merged
+    /// into the tree in key order, a leaf latch per run of keys, every
+    /// [`side_merge_entries`](Self::side_merge_entries) entries and before any range read
+    /// over them. Every operation sees them as if they were in the tree. Counted in
+    /// [`Stats::side_diverted`](crate::Stats::side_diverted) and the other `side_` fields.
+    /// Needs [`contention_split`](Self::contention_split) (its sampler finds the ranges).
+    /// Default off: on 2 cores leaf combining serves appends better (`docs/design.md`).
+    pub side_structure: bool,
+    /// The most key ranges the side structure keeps hot at once; marking one more merges
+    /// the least recently merged first. From 1 to 64. Default 4.
+    pub side_ranges: usize,
+    /// The entries (tombstones included) a hot range gathers before they are merged into
+    /// the tree. At least 16. Default 4096.
+    pub side_merge_entries: usize,
 }
 
 impl Default for Config {
@@ -131,6 +148,9 @@ impl Default for Config {
             return_memory: true,
             blob_heap: true,
             combining: true,
+            side_structure: false,
+            side_ranges: 4,
+            side_merge_entries: 4096,
         }
     }
 }
@@ -258,6 +278,12 @@ impl Config {
             "contention_threshold",
             || format!("{} is not between 0.0 and 1.0", self.contention_threshold),
         )?;
+        require((1..=64).contains(&self.side_ranges), "side_ranges", || {
+            format!("{} is not between 1 and 64", self.side_ranges)
+        })?;
+        require(self.side_merge_entries >= 16, "side_merge_entries", || {
+            format!("{} is below 16", self.side_merge_entries)
+        })?;
         require(
             (2..=16).contains(&self.xmerge_group),
             "xmerge_group",

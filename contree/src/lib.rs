@@ -53,6 +53,7 @@ mod node;
 mod ops;
 mod page;
 mod policy;
+mod side;
 mod smo;
 mod space;
 mod stats;

@@ -73,6 +73,23 @@ pub struct Stats {
     /// Leaf combining: critical sections in which a latch holder applied at least one such
     /// operation (`ops_combined / combine_batches` operations per batch).
     pub combine_batches: u64,
+    /// The side structure ([`Config::side_structure`](crate::Config::side_structure)): key
+    /// ranges hot now.
+    pub side_ranges: usize,
+    /// The side structure: entries (tombstones included) waiting in it now, not yet merged
+    /// into the tree (they are counted in `len`, not in the page counts).
+    pub side_entries: usize,
+    /// The side structure: inserts and removals it took instead of the tree.
+    pub side_diverted: u64,
+    /// The side structure: merges of a range into the tree.
+    pub side_merges: u64,
+    /// The side structure: entries those merges wrote into the tree (`side_merged_entries /
+    /// side_merges` entries per merge).
+    pub side_merged_entries: u64,
+    /// The side structure: key ranges marked hot.
+    pub side_ranges_marked: u64,
+    /// The side structure: key ranges merged and cooled.
+    pub side_ranges_cooled: u64,
     /// Groups of siblings XMerge examined (from the space manager, `compact` and the
     /// memory budget).
     pub xmerge_attempts: u64,
@@ -124,6 +141,13 @@ impl Tree {
             xmerges: core.events.xmerges.load(Ordering::Relaxed),
             pages_freed: core.events.pages_freed.load(Ordering::Relaxed),
             heap_packs: core.events.heap_packs.load(Ordering::Relaxed),
+            side_ranges: core.side.ranges(),
+            side_entries: core.side.entries(),
+            side_diverted: core.side.stats.diverted.load(Ordering::Relaxed),
+            side_merges: core.side.stats.merges.load(Ordering::Relaxed),
+            side_merged_entries: core.side.stats.merged_entries.load(Ordering::Relaxed),
+            side_ranges_marked: core.side.stats.ranges_marked.load(Ordering::Relaxed),
+            side_ranges_cooled: core.side.stats.ranges_cooled.load(Ordering::Relaxed),
             ..Stats::default()
         };
         (s.bytes_free, s.bytes_returned) = core.pool_free_bytes();

@@ -39,9 +39,13 @@ impl Default for Tree {
 }
 
 impl Drop for Tree {
-    /// Frees the tree's memory before returning: the space manager lets go of the tree
-    /// first (waiting for a round in progress on it, which is short).
+    /// Frees the tree's memory before returning: the side structure is merged, and the
+    /// space manager lets go of the tree first (waiting for a round in progress on it,
+    /// which is short).
     fn drop(&mut self) {
+        // The side structure's entries go into the tree, and its charge back to the pool
+        // (which other trees may share).
+        self.side_flush_all();
         if self.core.config().space_manager {
             crate::space::manager::release(&self.core);
         }
@@ -125,6 +129,14 @@ impl Tree {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Marks the key range of the leaf that holds `key` hot in the side structure, as its
+    /// policy does on appends from several threads (for tests and diagnostics; nothing
+    /// happens unless [`Config::side_structure`] is on, or if the range meets a hot one).
+    #[doc(hidden)]
+    pub fn side_mark(&self, key: &[u8]) {
+        self.side_heat(key);
     }
 
     /// The page id of the leaf that holds `key` (for tests and diagnostics: two keys share a

@@ -46,6 +46,16 @@ pub const VARIANTS: &[Variant] = &[
         build_nocomb,
     ),
     (
+        "contree-side",
+        "contree with the side structure for hot ranges on (side_structure = true)",
+        build_side,
+    ),
+    (
+        "contree-side-nocomb",
+        "contree with the side structure on and leaf-level combining off",
+        build_side_nocomb,
+    ),
+    (
         "contree-nosm",
         "contree with the XMerge space manager thread off (space_manager = false)",
         build_nosm,
@@ -89,6 +99,27 @@ fn build_nocs(shape: &Shape) -> Result<Box<dyn Index>, String> {
 fn build_nocomb(shape: &Shape) -> Result<Box<dyn Index>, String> {
     build_with(
         Config {
+            combining: false,
+            ..Config::default()
+        },
+        shape,
+    )
+}
+
+fn build_side(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(
+        Config {
+            side_structure: true,
+            ..Config::default()
+        },
+        shape,
+    )
+}
+
+fn build_side_nocomb(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(
+        Config {
+            side_structure: true,
             combining: false,
             ..Config::default()
         },

@@ -101,6 +101,8 @@ pub(crate) struct TreeCore {
     /// The blob heap's index of its pages; also held while the reference count of a key
     /// blob changes (`heap`, `long_key`).
     pub(crate) heap: Mutex<crate::heap::HeapState>,
+    /// The side structure for hot ranges (`side`).
+    pub(crate) side: crate::side::Side,
 }
 
 impl TreeCore {
@@ -126,6 +128,7 @@ impl TreeCore {
             },
             pool,
             policy: LeafPolicies::new(&config),
+            side: crate::side::Side::new(&config),
             config,
             counters: StripedCounters::default(),
             events: Events::default(),
@@ -273,6 +276,17 @@ impl TreeCore {
     /// Whether `Config::max_memory` sets a budget (the default sets none).
     pub(crate) fn has_memory_budget(&self) -> bool {
         self.config.max_memory != usize::MAX
+    }
+
+    /// Takes `n` pages of the budget without pages (the side structure's charge); `false` if
+    /// the budget does not allow them.
+    pub(crate) fn reserve_pages(&self, n: usize) -> bool {
+        self.pool.reserve_budget(n)
+    }
+
+    /// Gives back `n` pages taken by [`reserve_pages`](Self::reserve_pages).
+    pub(crate) fn unreserve_pages(&self, n: usize) {
+        self.pool.unreserve_budget(n)
     }
 
     pub(crate) fn out_of_space(&self) -> Error {

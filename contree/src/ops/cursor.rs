@@ -41,6 +41,8 @@ use std::ops::ControlFlow;
 /// meanwhile.
 pub struct Cursor<'t> {
     tree: &'t TreeCore,
+    /// The tree, for the side structure's merge before each seek (`side`).
+    owner: &'t Tree,
     /// The copy of the leaf the current entry was read from (while positioned).
     leaf: LeafCopy,
     /// The current key (while positioned); it starts with the prefix of `leaf`.
@@ -93,9 +95,10 @@ impl std::fmt::Debug for Cursor<'_> {
 }
 
 impl<'t> Cursor<'t> {
-    pub(crate) fn new(tree: &'t TreeCore) -> Self {
+    pub(crate) fn new(owner: &'t Tree) -> Self {
         Cursor {
-            tree,
+            tree: &owner.core,
+            owner,
             leaf: LeafCopy::default(),
             key: pagebuf::take_bytes(),
             value: Place::default(),
@@ -540,6 +543,9 @@ impl<'t> Cursor<'t> {
     /// their lower fence.
     fn load(&mut self, mut how: Seek) -> bool {
         let tree = self.tree;
+        // Entries of hot ranges are merged into the tree first (`side`): a seek sees every
+        // write that completed before it.
+        self.owner.side_flush_all();
         // The passes below that fail after the copy validated (a blob read that restarts)
         // back off like the descent's own restarts: the writer they wait for may be off
         // the CPU.
@@ -653,7 +659,7 @@ impl Tree {
     /// assert_eq!(c.key(), Some(&b"b"[..]));
     /// ```
     pub fn cursor(&self) -> Cursor<'_> {
-        Cursor::new(&self.core)
+        Cursor::new(self)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Point reads: optimistic, validated, never writing to shared memory.
 
 use crate::node::Node;
+use crate::side::Side;
 use crate::sync::Restart;
 use crate::Tree;
 
@@ -12,8 +13,39 @@ impl Tree {
     /// The one optimistic point read: the lean descent to `key`'s leaf, the leaf search,
     /// `read(leaf, position, found)` (which copies what it needs out of the page), then
     /// validation of the leaf; repeated until a read validates.
+    ///
+    /// With the side structure on (`side`): a key in a hot range is looked up in its shard
+    /// first (`from_side` gets the shard's entry; a tombstone is `None`), and the tree is
+    /// read under the shard's mutex when the shard has none. A read of any other key needs
+    /// no second look at the ranges: if its key's range was marked after the look, the
+    /// key's first diverted write came after it too, so the tree's value the read returns
+    /// was the key's value at some point of the read (the Shuttle model `side_structure`).
     #[inline(always)]
-    fn read_point<T>(
+    fn read_point<C, T>(
+        &self,
+        key: &[u8],
+        ctx: &mut C,
+        mut read: impl FnMut(&mut C, Node, usize, bool) -> Result<T, Restart>,
+        mut from_side: impl FnMut(&mut C, Option<&[u8]>) -> T,
+    ) -> T {
+        let side = &self.core.side;
+        if Side::any(side.state()) {
+            while let Some(range) = side.range_of(key) {
+                let got = self.side_read(&range, key, ctx, &mut from_side, |ctx| {
+                    self.read_tree(key, |l, p, f| read(ctx, l, p, f))
+                });
+                if let Some(out) = got {
+                    return out;
+                }
+                // The range was merged meanwhile: look again.
+            }
+        }
+        self.read_tree(key, |l, p, f| read(ctx, l, p, f))
+    }
+
+    /// [`read_point`](Self::read_point) of the tree alone.
+    #[inline(always)]
+    pub(crate) fn read_tree<T>(
         &self,
         key: &[u8],
         mut read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
@@ -25,6 +57,14 @@ impl Tree {
             let out = read(leaf, pos, found)?;
             guard.validate()?;
             Ok(out)
+        })
+    }
+
+    /// The tree's value of `key`, without the side structure.
+    pub(crate) fn tree_get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let dir = self.core.directory();
+        self.read_tree(key, |leaf, pos, found| {
+            found.then(|| leaf.value(pos, dir)).transpose()
         })
     }
 
@@ -41,9 +81,12 @@ impl Tree {
     /// ```
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         let dir = self.core.directory();
-        self.read_point(key, |leaf, pos, found| {
-            found.then(|| leaf.value(pos, dir)).transpose()
-        })
+        self.read_point(
+            key,
+            &mut (),
+            |_, leaf, pos, found| found.then(|| leaf.value(pos, dir)).transpose(),
+            |_, v| v.map(<[u8]>::to_vec),
+        )
     }
 
     /// Copies the value stored under `key` into `out` and returns `true`, or returns
@@ -69,13 +112,22 @@ impl Tree {
     /// ```
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
         let dir = self.core.directory();
-        self.read_point(key, |leaf, pos, found| {
-            out.clear();
-            if found {
-                leaf.append_value(pos, out, dir)?;
-            }
-            Ok(found)
-        })
+        self.read_point(
+            key,
+            out,
+            |out, leaf, pos, found| {
+                out.clear();
+                if found {
+                    leaf.append_value(pos, out, dir)?;
+                }
+                Ok(found)
+            },
+            |out, v| {
+                out.clear();
+                out.extend_from_slice(v.unwrap_or_default());
+                v.is_some()
+            },
+        )
     }
 
     /// Whether `key` is present.
@@ -87,7 +139,7 @@ impl Tree {
     /// assert!(!tree.contains_key(b"j"));
     /// ```
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.read_point(key, |_, _, found| Ok(found))
+        self.read_point(key, &mut (), |_, _, _, found| Ok(found), |_, v| v.is_some())
     }
 
     /// Runs `f` on the value bytes of `key`; returns what it returns, or `None` if the key
@@ -111,9 +163,19 @@ impl Tree {
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let mut buf = [0u8; GET_WITH_INLINE];
-        let inline = self.read_point(key, |leaf, pos, found| {
-            found.then(|| leaf.copy_value(pos, &mut buf)).transpose()
-        });
+        let inline = self.read_point(
+            key,
+            &mut buf,
+            |buf, leaf, pos, found| found.then(|| leaf.copy_value(pos, buf)).transpose(),
+            |buf, v| {
+                v.map(|v| {
+                    (v.len() <= GET_WITH_INLINE).then(|| {
+                        buf[..v.len()].copy_from_slice(v);
+                        v.len()
+                    })
+                })
+            },
+        );
         match inline {
             None => None,
             Some(Some(len)) => Some(f(&buf[..len])),

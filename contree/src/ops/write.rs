@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::node::{NodeMut, Stored, SLOT};
 use crate::policy::combining::{self, Kind, Outcome, Request};
 use crate::policy::Divert;
+use crate::side::ops::{Diverted, SideEntry};
 use crate::sync::reentry::InClosure;
 use crate::sync::{Counter, Restart};
 use crate::Tree;
@@ -39,6 +40,9 @@ enum Stop {
     NeedSplit(usize),
     /// The decided value is refused.
     Refused(Error),
+    /// The key lies in a hot range of the side structure whose shard this thread does not
+    /// hold (`side`): the write takes [`Tree::side_settle`] instead.
+    Blocked,
 }
 
 /// What an applied edit did to the tree: entries added (+1) or removed (-1), whether a
@@ -213,6 +217,19 @@ impl Tree {
         mut decide: impl FnMut(Option<&[u8]>) -> (Edit<V>, R),
         keep: bool,
     ) -> Result<(R, Option<Stub>), Error> {
+        self.modify_inner(key, closure, &mut decide, keep)
+    }
+
+    /// [`modify_keeping`](Self::modify_keeping) over a borrowed `decide`, so that the retry
+    /// under a side-structure shard's mutex reuses this instance.
+    #[inline(always)]
+    fn modify_inner<V: AsRef<[u8]>, R, D: FnMut(Option<&[u8]>) -> (Edit<V>, R)>(
+        &self,
+        key: &[u8],
+        closure: Option<&'static str>,
+        decide: &mut D,
+        keep: bool,
+    ) -> Result<(R, Option<Stub>), Error> {
         let core = &*self.core;
         core.check_key(key)?;
         let Divert::Proceed = core.policy.before_latch(key);
@@ -226,6 +243,9 @@ impl Tree {
         let result = loop {
             let attempt = core.retry(|| -> Result<Result<(R, Applied), Stop>, Restart> {
                 let (node, mut x) = core.exclusive_leaf(key)?;
+                if core.side.blocks(key) {
+                    return Ok(Err(Stop::Blocked));
+                }
                 let slow_path = x.slow_path();
                 let mut node = NodeMut::new(node, &mut x);
                 let (pos, found) = node.lower_bound(key, core.directory())?;
@@ -346,6 +366,13 @@ impl Tree {
                     break Ok((out, kept));
                 }
                 Err(Stop::Refused(e)) => break Err(e),
+                Err(Stop::Blocked) => {
+                    let settled =
+                        self.side_settle(key, || self.modify_inner(key, closure, decide, keep));
+                    if let Some(out) = settled {
+                        break out;
+                    }
+                }
                 Err(Stop::NeedSplit(room)) => {
                     // At the memory budget the first rounds may get room by spreading the
                     // neighbours' free space instead of a split (`reclaim`).
@@ -393,7 +420,31 @@ impl Tree {
     /// assert!(tree.insert(&[0u8; 100_000], b"").is_err());
     /// ```
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        if self.core.side.enabled {
+            return self.insert_side_aware(key, value);
+        }
         self.insert_keeping(key, value, false).map(|(old, _)| old)
+    }
+
+    /// [`insert`](Self::insert) with the side structure on: into the side structure when the
+    /// key lies in a hot range, else the normal path, after which a leaf the sampler found
+    /// hot with appends is marked (`side`).
+    #[cold]
+    #[inline(never)]
+    fn insert_side_aware(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let core = &*self.core;
+        core.check_key(key)?;
+        core.check_value(value)?;
+        if let Some(range) = self.side_route(key) {
+            if let Diverted::Done(old) = self.side_write(&range, key, Some(value)) {
+                return Ok(old);
+            }
+        }
+        let out = self.insert_keeping(key, value, false).map(|(old, _)| old);
+        if crate::policy::take_heat() {
+            self.side_heat(key);
+        }
+        out
     }
 
     /// [`insert`](Self::insert), which also hands back the blob of the out-of-line value it
@@ -444,6 +495,9 @@ impl Tree {
                 // The latch holder inserted it (leaf combining).
                 return Ok(Some(request.take_outcome().old()));
             };
+            if core.side.blocks(key) {
+                return Ok(None);
+            }
             let latch = x.latch_addr();
             let slow_path = x.slow_path();
             let mut node = NodeMut::new(node, &mut x);
@@ -524,18 +578,44 @@ impl Tree {
     /// assert_eq!(tree.get(b"counter"), Some(1u64.to_le_bytes().to_vec()));
     /// ```
     pub fn update_with<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let mut f = Some(f);
+        loop {
+            match self.update_with_once(key, &mut f) {
+                Some(out) => return out,
+                // In a hot range of the side structure: under its shard's mutex.
+                None => {
+                    if let Some(Some(out)) =
+                        self.side_settle(key, || self.update_with_once(key, &mut f))
+                    {
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One [`update_with`](Self::update_with), which runs `f` if it is still there: `None`
+    /// if the key lies in a hot range of the side structure whose shard this thread does not
+    /// hold.
+    fn update_with_once<F: FnOnce(&mut [u8]) -> R, R>(
+        &self,
+        key: &[u8],
+        f: &mut Option<F>,
+    ) -> Option<Option<R>> {
         let core = &*self.core;
         let Divert::Proceed = core.policy.before_latch(key);
-        let mut f = Some(f);
         let mut split_at = None;
         let out = core.retry(|| {
             let (node, mut x) = core.exclusive_leaf(key)?;
+            if core.side.blocks(key) {
+                return Ok(None);
+            }
             let latch = x.latch_addr();
             let slow_path = x.slow_path();
             let mut node = NodeMut::new(node, &mut x);
             let (pos, found) = node.lower_bound(key, core.directory())?;
             if !found {
-                return Ok(None);
+                return Ok(Some(None));
             }
             let mark = InClosure::enter(core.id(), "update_with");
             let out = match node.stub(pos)? {
@@ -555,7 +635,7 @@ impl Tree {
             if core.policy.combining.has_waiters(latch) {
                 serve_waiters(core, &mut node, latch, &mut split_at);
             }
-            Ok(out)
+            Ok(Some(out))
         });
         if let Some(sep) = split_at {
             core.contention_split(&sep);
@@ -577,6 +657,13 @@ impl Tree {
         let core = &*self.core;
         if key.len() > core.config().max_key_len() {
             return None;
+        }
+        if core.side.enabled {
+            if let Some(range) = self.side_route(key) {
+                if let Diverted::Done(old) = self.side_write(&range, key, None) {
+                    return old;
+                }
+            }
         }
         if key.len() <= core.config().max_inline_key_len() {
             if let Some(old) = self.remove_in_leaf(key) {
@@ -609,6 +696,9 @@ impl Tree {
                 underfull = outcome.underfull();
                 return Ok(Some(outcome.old()));
             };
+            if core.side.blocks(key) {
+                return Ok(None);
+            }
             let latch = x.latch_addr();
             let slow_path = x.slow_path();
             let mut node = NodeMut::new(node, &mut x);
@@ -645,6 +735,84 @@ impl Tree {
             core.release_memory_if_many();
         }
         Some(old)
+    }
+}
+
+impl Tree {
+    /// Writes `entries` (in ascending key order, distinct; `None` removes) into the tree:
+    /// the merge of the side structure (`side`), whose caller holds the shards of the keys.
+    /// A run of entries that share a leaf and stay inline is applied under one latch; an
+    /// entry that needs a split, a long key or an out-of-line value takes
+    /// [`modify_keeping`](Self::modify_keeping). The entry count (`len`) is left as it is:
+    /// the diverted writes counted. Returns the entries it could not write (the budget
+    /// refused the pages), in order.
+    pub(crate) fn merge_sorted(&self, entries: Vec<SideEntry>) -> Vec<SideEntry> {
+        let core = &*self.core;
+        let dir = core.directory();
+        let (key_max, value_max) = (
+            core.config().max_inline_key_len(),
+            core.config().max_inline_value_len(),
+        );
+        let lean = |(k, v): &SideEntry| {
+            k.len() <= key_max && v.as_ref().is_none_or(|v| v.len() <= value_max)
+        };
+        let mut failed = Vec::new();
+        let mut i = 0;
+        while i < entries.len() {
+            let mut next = i;
+            let mut underfull = false;
+            if lean(&entries[i]) {
+                next = core.retry(|| -> Result<usize, Restart> {
+                    let (node, mut x) = core.exclusive_leaf(&entries[i].0)?;
+                    let mut node = NodeMut::new(node, &mut x);
+                    let mut j = i;
+                    // Entries already applied by an attempt that restarted are applied
+                    // again: the same value, or a removal of an absent key.
+                    while j < entries.len() && lean(&entries[j]) {
+                        let (k, v) = &entries[j];
+                        if j > i && !node.holds_key(k, dir)? {
+                            break;
+                        }
+                        let (pos, found) = node.lower_bound(k, dir)?;
+                        if found && node.is_stub(pos) {
+                            break;
+                        }
+                        match v {
+                            Some(v) if put_inline(&mut node, pos, k, found, v)?.is_err() => break,
+                            Some(_) => {}
+                            None if found => {
+                                node.remove_at(pos);
+                                underfull = core.is_underfull(&node);
+                            }
+                            None => {}
+                        }
+                        j += 1;
+                    }
+                    Ok(j)
+                });
+            }
+            if next > i {
+                if underfull {
+                    core.try_merge(&entries[next - 1].0, 0);
+                }
+                i = next;
+                continue;
+            }
+            let (k, v) = &entries[i];
+            // The general path counts the entry it adds or removes: taken back.
+            let out = match v {
+                Some(v) => self.modify(k, None, |old| (Edit::Put(v), old.is_none())),
+                None => self.modify(k, None, |old| (Edit::<&[u8]>::Remove, old.is_some())),
+            };
+            match (out, v) {
+                (Ok(true), Some(_)) => core.counters.add(Counter::Len, -1),
+                (Ok(true), None) => core.counters.add(Counter::Len, 1),
+                (Ok(false), _) => {}
+                (Err(_), _) => failed.push(entries[i].clone()),
+            }
+            i += 1;
+        }
+        failed
     }
 }
 
@@ -695,7 +863,8 @@ fn apply_request(
 ) -> Outcome {
     let dir = core.directory();
     let key = request.key;
-    if !matches!(node.holds_key(key, dir), Ok(true)) {
+    // With a hot range, a write must be checked by its own thread (`Side::blocks`).
+    if crate::side::Side::any(core.side.state()) || !matches!(node.holds_key(key, dir), Ok(true)) {
         return Outcome::Bounced;
     }
     let Ok((pos, found)) = node.lower_bound(key, dir) else {

@@ -115,8 +115,9 @@ pub(crate) struct Exhausted;
 pub(crate) const OVERDRAFT_PAGES: usize = 8;
 
 thread_local! {
-    /// Whether this thread is inside [`with_overdraft`].
-    static OVERDRAFT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The pages past the budget this thread may take (inside [`with_overdraft`] and
+    /// [`with_overdraft_pages`]).
+    static OVERDRAFT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Runs `f` with this thread allowed to take up to [`OVERDRAFT_PAGES`] pages past the
@@ -124,13 +125,23 @@ thread_local! {
 /// leaf it goes into must split and the budget is spent (by the batch's own splits, or by
 /// another thread), so that a failed batch changes nothing.
 pub(crate) fn with_overdraft<R>(f: impl FnOnce() -> R) -> R {
-    struct Reset(bool);
+    with_overdraft_pages(OVERDRAFT_PAGES, f)
+}
+
+/// Runs `f` with this thread allowed to take up to `n` more pages past the budget than it
+/// already may: a merge of the side structure, which gave back `n` reserved pages first.
+pub(crate) fn with_overdraft_pages<R>(n: usize, f: impl FnOnce() -> R) -> R {
+    struct Reset(usize);
     impl Drop for Reset {
         fn drop(&mut self) {
             OVERDRAFT.with(|o| o.set(self.0));
         }
     }
-    let _reset = Reset(OVERDRAFT.with(|o| o.replace(true)));
+    let _reset = Reset(OVERDRAFT.with(|o| {
+        let prev = o.get();
+        o.set(prev.saturating_add(n));
+        prev
+    }));
     f()
 }
 
@@ -209,8 +220,8 @@ impl PagePool {
         let mut st = self.lock();
         let in_use = self.in_use.load(Ordering::Relaxed);
         if in_use + n > self.max_pages
-            && !(OVERDRAFT.with(|o| o.get())
-                && in_use + n <= (self.max_pages + OVERDRAFT_PAGES).min(MAX_PAGES))
+            && in_use + n
+                > (self.max_pages.saturating_add(OVERDRAFT.with(|o| o.get()))).min(MAX_PAGES)
         {
             return Err(Exhausted);
         }
@@ -248,6 +259,26 @@ impl PagePool {
             .store(st.returned.len(), Ordering::Relaxed);
         self.in_use.fetch_add(n, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// Counts `n` pages as in use without handing any out (the side structure's charge
+    /// against the budget); `false`, counting nothing, if the budget does not allow them.
+    pub(crate) fn reserve_budget(&self, n: usize) -> bool {
+        let _st = self.lock();
+        let in_use = self.in_use.load(Ordering::Relaxed);
+        if in_use + n > self.max_pages {
+            return false;
+        }
+        self.in_use.fetch_add(n, Ordering::Relaxed);
+        true
+    }
+
+    /// Gives back `n` pages counted by [`reserve_budget`](Self::reserve_budget).
+    pub(crate) fn unreserve_budget(&self, n: usize) {
+        if n > 0 {
+            let _st = self.lock();
+            self.in_use.fetch_sub(n, Ordering::Relaxed);
+        }
     }
 
     /// A page whose memory went back to the system, with its latch renewed; one of the last

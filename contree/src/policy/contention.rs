@@ -46,6 +46,8 @@ pub(crate) struct ContentionSplit {
     enabled: bool,
     /// `Config::contention_split_appends`.
     split_appends: bool,
+    /// `Config::side_structure`: a contended period of appends marks the leaf's range hot.
+    side: bool,
     /// Contended periods of appends that asked for no split (module doc).
     pub(crate) append_hot_periods: AtomicU64,
     sample_mask: u32,
@@ -81,6 +83,7 @@ impl ContentionSplit {
         ContentionSplit {
             enabled: config.contention_split,
             split_appends: config.contention_split_appends,
+            side: config.side_structure,
             append_hot_periods: AtomicU64::new(0),
             sample_mask: mask(config.contention_sample_shift),
             period_mask: mask(
@@ -154,6 +157,9 @@ impl ContentionSplit {
         }
         if at_end && last_at_end && last.is_some() && !self.split_appends {
             self.append_hot_periods.fetch_add(1, Ordering::Relaxed);
+            if self.side {
+                super::want_heat();
+            }
             return None;
         }
         let last = last.filter(|&l| l != pos16)?;

@@ -29,6 +29,23 @@ use crate::sync::{ExclusiveGuard, StripedCounters};
 pub(crate) use combining::Combining;
 pub(crate) use contention::ContentionSplit;
 
+crate::sync::seam::model_local! {
+    /// Set by Contention Split's sampler when it finds ordered appends from several threads
+    /// on a leaf and the side structure is on: the thread's insert then marks that leaf's
+    /// range hot (`side`) once it released the latch.
+    static HEAT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Asks this thread's current insert to mark its leaf's range hot (see [`HEAT`]).
+pub(crate) fn want_heat() {
+    HEAT.with(|h| h.set(true));
+}
+
+/// Whether a mark was asked for since the last call.
+pub(crate) fn take_heat() -> bool {
+    HEAT.with(|h| h.replace(false))
+}
+
 /// Contention Split: the counting periods a split leaf stays hot (see [`PolicyArea::hot`]).
 pub(crate) const HOT_PERIODS: u16 = 4;
 

@@ -74,6 +74,7 @@ impl Tree {
     /// assert_eq!(after.bytes_free, 0);
     /// ```
     pub fn compact(&self) -> usize {
+        self.side_flush_all();
         // Packing one level can bring nodes of different parents together (the parents are
         // packed too), so passes repeat until one frees nothing: one call reaches the
         // fixpoint. Each pass visits every node once; a few passes suffice.

@@ -20,7 +20,7 @@ pub(crate) use std::sync::atomic::{
     fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 #[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::thread::yield_now;
 #[cfg(not(feature = "shuttle"))]
@@ -29,7 +29,7 @@ pub(crate) use std::thread_local as model_local;
 #[cfg(feature = "shuttle")]
 pub(crate) use model::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::{Mutex, MutexGuard};
+pub(crate) use shuttle::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(feature = "shuttle")]
 pub(crate) use shuttle::thread::yield_now;
 #[cfg(feature = "shuttle")]

@@ -58,6 +58,10 @@ struct Model {
     /// that long (as a descheduled one would), so that writers that find the latch taken
     /// hand their operations to it (leaf combining).
     holder_yields: usize,
+    /// The side structure (`Config::side_structure` must be on): the hot window's leaf is
+    /// marked hot before the threads start, and every odd thread marks the leaf of a key it
+    /// picks before one of its operations, chosen at random.
+    mark_hot: bool,
 }
 
 /// Totals over all executions of a model (std atomics: read outside the executions).
@@ -72,6 +76,7 @@ struct Totals {
     out_of_line: AtomicU64,
     max_height: AtomicU64,
     ops_combined: AtomicU64,
+    side_diverted: AtomicU64,
 }
 
 /// The seed of the schedulers' sequence of schedules: fixed by default, so that the default
@@ -389,6 +394,9 @@ fn execution(model: &Model, totals: &Totals) {
     {
         tree.insert(&keys[i], &initial_value(i)).unwrap();
     }
+    if model.mark_hot {
+        tree.side_mark(&keys[model.hot.start]);
+    }
     let history = Arc::new(History::default());
     let model = Arc::new(model.clone());
     let handles: Vec<_> = (0..model.threads)
@@ -402,7 +410,11 @@ fn execution(model: &Model, totals: &Totals) {
             );
             shuttle::thread::spawn(move || {
                 let total: u32 = model.weights.iter().sum();
+                let mark_at = thread_rng().gen_range(0..model.ops_per_thread);
                 for seq in 0..model.ops_per_thread {
+                    if model.mark_hot && t % 2 == 1 && seq == mark_at {
+                        tree.side_mark(&keys[pick_key(&model)]);
+                    }
                     let mut pick = thread_rng().gen_range(0..total);
                     let mut kind = 0;
                     while pick >= model.weights[kind] {
@@ -486,6 +498,9 @@ fn execution(model: &Model, totals: &Totals) {
     totals
         .ops_combined
         .fetch_add(s.ops_combined, Ordering::Relaxed);
+    totals
+        .side_diverted
+        .fetch_add(s.side_diverted, Ordering::Relaxed);
 }
 
 /// Runs `body` under [`iterations`] schedules of the random scheduler and as many of the
@@ -517,7 +532,8 @@ fn check(model: Model) -> Arc<Totals> {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     eprintln!(
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
-         {} out-of-line entries at the end, height up to {}, {} operations combined",
+         {} out-of-line entries at the end, height up to {}, {} operations combined, \
+         {} diverted to the side structure",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -527,6 +543,7 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.out_of_line),
         get(&totals.max_height),
         get(&totals.ops_combined),
+        get(&totals.side_diverted),
     );
     totals
 }
@@ -546,6 +563,7 @@ fn splits_and_merges() {
         max_value: 200,
         weights: [6, 2, 2, 0],
         holder_yields: 0,
+        mark_hot: false,
     });
     assert!(totals.splits.load(Ordering::Relaxed) > 0);
     assert!(totals.merges.load(Ordering::Relaxed) > 0);
@@ -566,6 +584,7 @@ fn long_keys_and_out_of_line_values() {
         max_value: 600,
         weights: [6, 2, 2, 0],
         holder_yields: 0,
+        mark_hot: false,
     });
     assert!(totals.out_of_line.load(Ordering::Relaxed) > 0);
     assert!(totals.splits.load(Ordering::Relaxed) > 0);
@@ -592,6 +611,7 @@ fn contention_split() {
         max_value: 40,
         weights: [7, 1, 2, 0],
         holder_yields: 0,
+        mark_hot: false,
     });
     assert!(totals.contention_splits.load(Ordering::Relaxed) > 0);
 }
@@ -617,8 +637,38 @@ fn leaf_combining() {
         max_value: 30,
         weights: [9, 1, 1, 0],
         holder_yields: 100,
+        mark_hot: false,
     });
     assert!(totals.ops_combined.load(Ordering::Relaxed) > 0);
+}
+
+/// The side structure for hot ranges: inserts and removals of the hot window's keys go to
+/// its shards while other writes of those keys (updates, compare-exchanges, conditional
+/// removals) settle them into the tree under the shard's mutex, scans and `compact()` merge
+/// and cool the ranges, and threads mark ranges while others write; every result must be
+/// linearizable for its key.
+#[test]
+fn side_structure() {
+    let totals = check(Model {
+        config: Config {
+            side_structure: true,
+            side_merge_entries: 16,
+            side_ranges: 2,
+            merge_threshold: 0.0,
+            ..small_config()
+        },
+        keys: 60,
+        long_keys: false,
+        initially: |i| i % 2 == 0,
+        threads: 3,
+        ops_per_thread: 6,
+        hot: 30..36,
+        max_value: 30,
+        weights: [8, 3, 1, 1],
+        holder_yields: 0,
+        mark_hot: true,
+    });
+    assert!(totals.side_diverted.load(Ordering::Relaxed) > 0);
 }
 
 /// XMerge: a sparse tree packed by `compact()` (groups of 3) while other threads write,
@@ -640,6 +690,7 @@ fn xmerge_beside_writers() {
         max_value: 100,
         weights: [5, 2, 2, 2],
         holder_yields: 0,
+        mark_hot: false,
     });
     assert!(totals.xmerges.load(Ordering::Relaxed) > 0);
 }
@@ -662,6 +713,7 @@ fn memory_budget() {
         max_value: 300,
         weights: [7, 1, 2, 1],
         holder_yields: 0,
+        mark_hot: false,
     });
     assert!(totals.out_of_space.load(Ordering::Relaxed) > 0);
 }
