@@ -421,30 +421,34 @@ impl Tree {
     /// ```
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         if self.core.side.enabled {
-            return self.insert_side_aware(key, value);
+            if let Some(out) = self.insert_diverted(key, value) {
+                return out;
+            }
         }
         self.insert_keeping(key, value, false).map(|(old, _)| old)
     }
 
-    /// [`insert`](Self::insert) with the side structure on: into the side structure when the
-    /// key lies in a hot range, else the normal path, after which a leaf the sampler found
-    /// hot with appends is marked (`side`).
+    /// [`insert`](Self::insert) into the side structure when `key` lies in a hot range
+    /// (`side`); `None` when the normal path is to take it. Apart from `insert`, so that the
+    /// normal path stays one call site (inlined). First, if Contention Split's sampler
+    /// asked during this thread's last write, marks the range of `key`'s leaf hot (the key
+    /// of the next insert of an append stream lies in the leaf the sampler saw, or past
+    /// it).
     #[cold]
     #[inline(never)]
-    fn insert_side_aware(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    fn insert_diverted(&self, key: &[u8], value: &[u8]) -> Option<Result<Option<Vec<u8>>, Error>> {
         let core = &*self.core;
-        core.check_key(key)?;
-        core.check_value(value)?;
-        if let Some(range) = self.side_route(key) {
-            if let Diverted::Done(old) = self.side_write(&range, key, Some(value)) {
-                return Ok(old);
-            }
-        }
-        let out = self.insert_keeping(key, value, false).map(|(old, _)| old);
         if crate::policy::take_heat() {
             self.side_heat(key);
         }
-        out
+        if let Err(e) = core.check_key(key).and_then(|()| core.check_value(value)) {
+            return Some(Err(e));
+        }
+        let range = self.side_route(key)?;
+        match self.side_write(&range, key, Some(value)) {
+            Diverted::Done(old) => Some(Ok(old)),
+            Diverted::NotTaken => None,
+        }
     }
 
     /// [`insert`](Self::insert), which also hands back the blob of the out-of-line value it

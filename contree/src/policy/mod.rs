@@ -31,8 +31,8 @@ pub(crate) use contention::ContentionSplit;
 
 crate::sync::seam::model_local! {
     /// Set by Contention Split's sampler when it finds ordered appends from several threads
-    /// on a leaf and the side structure is on: the thread's insert then marks that leaf's
-    /// range hot (`side`) once it released the latch.
+    /// on a leaf and the side structure is on: the thread's next insert marks the range of
+    /// its key's leaf hot (`side`) before it writes.
     static HEAT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 

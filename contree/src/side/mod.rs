@@ -59,7 +59,6 @@ use crate::sync::seam::{
     RwLockWriteGuard,
 };
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Shards of one hot range.
@@ -69,10 +68,49 @@ pub(crate) const SHARDS: usize = 16;
 /// vectors' headers).
 const ENTRY_OVERHEAD: usize = 48;
 
-/// One shard: the diverted entries of its keys (`None`: a tombstone) and their charge.
+/// The entries of a shard in ascending key order (`None`: a tombstone). A sorted vector:
+/// appends, the load a range is marked for, push at its end after one comparison.
+#[derive(Default)]
+pub(crate) struct Entries(Vec<(Vec<u8>, Option<Vec<u8>>)>);
+
+impl Entries {
+    fn find(&self, key: &[u8]) -> Result<usize, usize> {
+        match self.0.last() {
+            None => Err(0),
+            Some((last, _)) if key > last.as_slice() => Err(self.0.len()),
+            _ => self.0.binary_search_by(|(k, _)| k.as_slice().cmp(key)),
+        }
+    }
+
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&Option<Vec<u8>>> {
+        self.find(key).ok().map(|i| &self.0[i].1)
+    }
+
+    pub(crate) fn insert(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
+        match self.find(&key) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        self.find(key).ok().map(|i| self.0.remove(i).1)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// All entries, in order, leaving none.
+    pub(crate) fn take(&mut self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+/// One shard: the diverted entries of its keys and their charge.
 #[derive(Default)]
 pub(crate) struct Shard {
-    pub(crate) map: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    pub(crate) map: Entries,
     /// Bytes of the entries, with [`ENTRY_OVERHEAD`] each.
     pub(crate) bytes: usize,
     /// Pages reserved from the pool's budget for them.

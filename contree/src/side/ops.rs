@@ -158,11 +158,12 @@ impl Tree {
         let mut entries: Vec<SideEntry> = Vec::new();
         let mut reserved = 0;
         for s in shards.iter_mut() {
-            entries.extend(std::mem::take(&mut s.map));
+            entries.extend(s.map.take());
             reserved += std::mem::take(&mut s.reserved);
             s.bytes = 0;
         }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // Sorted runs, one per shard: the stable sort merges them.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
         let last = entries.last().map(|e| e.0.clone());
         let count = entries.len();
         core.unreserve_pages(reserved);
