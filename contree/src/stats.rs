@@ -120,6 +120,8 @@ impl Tree {
     /// ```
     pub fn stats(&self) -> Stats {
         let core = &*self.core;
+        // Counted before the gate: the shards' mutexes are never taken under it.
+        let side_entries = core.side.entries();
         let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());
         let mut s = Stats {
             bytes_allocated: core.bytes_in_use(),
@@ -142,7 +144,7 @@ impl Tree {
             pages_freed: core.events.pages_freed.load(Ordering::Relaxed),
             heap_packs: core.events.heap_packs.load(Ordering::Relaxed),
             side_ranges: core.side.ranges(),
-            side_entries: core.side.entries(),
+            side_entries,
             side_diverted: core.side.stats.diverted.load(Ordering::Relaxed),
             side_merges: core.side.stats.merges.load(Ordering::Relaxed),
             side_merged_entries: core.side.stats.merged_entries.load(Ordering::Relaxed),

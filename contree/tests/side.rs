@@ -388,3 +388,15 @@ fn concurrent_appends_with_readers_and_scanners() {
         .map(|(k, _)| k)
         .eq((0..writers * per_writer).map(|i| key(i).to_vec())));
 }
+
+/// A closure that runs under a hot key's shard mutex (here `update_with`'s) and calls into
+/// the tree panics with the re-entry message instead of waiting for ever.
+#[test]
+#[should_panic(expected = "update_with")]
+fn a_reentrant_call_under_a_shard_mutex_panics() {
+    let tree = Tree::with_config(side_config(64)).unwrap();
+    tree.insert(&key(1), b"v").unwrap();
+    tree.side_mark(&key(1));
+    tree.insert(&key(2), b"w").unwrap();
+    tree.update_with(&key(2), |_| tree.insert(&key(3), b"x").unwrap());
+}

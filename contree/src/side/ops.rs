@@ -48,6 +48,8 @@ impl Tree {
         key: &[u8],
         value: Option<&[u8]>,
     ) -> Diverted<Option<Vec<u8>>> {
+        // A call from a closure that holds a shard's mutex would wait for it for ever.
+        crate::sync::reentry::check(self.core.id());
         let core = &*self.core;
         if !self.side_inline(key, value.unwrap_or(&[])) {
             return Diverted::NotTaken;
@@ -100,6 +102,8 @@ impl Tree {
         from_side: impl FnOnce(&mut C, Option<&[u8]>) -> T,
         from_tree: impl FnOnce(&mut C) -> T,
     ) -> Option<T> {
+        // A call from a closure that holds a shard's mutex would wait for it for ever.
+        crate::sync::reentry::check(self.core.id());
         let shard = range.shard(range.shard_of(key));
         if range.retired.load(Ordering::SeqCst) {
             return None;
@@ -116,6 +120,8 @@ impl Tree {
     /// meanwhile), or the entry could not be moved for want of space: the caller starts
     /// again.
     pub(crate) fn side_settle<R>(&self, key: &[u8], op: impl FnOnce() -> R) -> Option<R> {
+        // A call from a closure that holds a shard's mutex would wait for it for ever.
+        crate::sync::reentry::check(self.core.id());
         let core = &*self.core;
         let range = core.side.range_of(key)?;
         let i = range.shard_of(key);
@@ -149,6 +155,8 @@ impl Tree {
     /// holds its last key hot again if the range is an append range (no upper bound). Entries
     /// that do not fit for want of space stay, and the range with them.
     pub(crate) fn side_merge(&self, range: &Arc<HotRange>, reheat: bool) {
+        // A call from a closure that holds a shard's mutex would wait for it for ever.
+        crate::sync::reentry::check(self.core.id());
         let core = &*self.core;
         let mut shards: Vec<_> = (0..SHARDS).map(|i| range.shard(i)).collect();
         if range.retired.load(Ordering::SeqCst) {
