@@ -145,7 +145,7 @@ impl Tree {
             heap_packs: core.events.heap_packs.load(Ordering::Relaxed),
             side_ranges: core.side.ranges(),
             side_entries,
-            side_diverted: core.side.stats.diverted.load(Ordering::Relaxed),
+            side_diverted: core.counters.sum(Counter::SideDiverted).max(0) as u64,
             side_merges: core.side.stats.merges.load(Ordering::Relaxed),
             side_merged_entries: core.side.stats.merged_entries.load(Ordering::Relaxed),
             side_ranges_marked: core.side.stats.ranges_marked.load(Ordering::Relaxed),

@@ -224,7 +224,6 @@ fn holds(range: &HotRange, key: &[u8]) -> bool {
 /// Counters of the side structure (`Stats::side_*`).
 #[derive(Default)]
 pub(crate) struct SideStats {
-    pub(crate) diverted: AtomicU64,
     pub(crate) merges: AtomicU64,
     pub(crate) merged_entries: AtomicU64,
     pub(crate) ranges_marked: AtomicU64,

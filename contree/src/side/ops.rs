@@ -67,7 +67,7 @@ impl Tree {
         if value.is_none() && old.is_none() {
             return Diverted::Done(None);
         }
-        let bytes = shard.bytes - had.unwrap_or(0) + entry_bytes(key, value);
+        let bytes = shard.bytes.saturating_sub(had.unwrap_or(0)) + entry_bytes(key, value);
         let need = pages_for(bytes, core.config().page_size);
         if need > shard.reserved {
             if !core.reserve_pages(need - shard.reserved) {
@@ -84,7 +84,7 @@ impl Tree {
             (None, Some(_)) => core.counters.add(Counter::Len, -1),
             _ => {}
         }
-        core.side.stats.diverted.fetch_add(1, Ordering::Relaxed);
+        core.counters.add(Counter::SideDiverted, 1);
         if full {
             self.side_merge(range, true);
         }

@@ -31,9 +31,11 @@ pub(crate) enum Counter {
     OpsCombined,
     /// Critical sections in which a holder applied at least one waiting writer's operation.
     CombineBatches,
+    /// Inserts and removals the side structure took instead of the tree (`side`).
+    SideDiverted,
 }
 
-const COUNTERS: usize = 7;
+const COUNTERS: usize = 8;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]
