@@ -1,12 +1,105 @@
 //! The atomic per-key operations: read-modify-write steps on one key, each decided and
-//! applied under the key's leaf latch by the one engine behind `insert` and `remove`
-//! ([`Tree::modify`]), so each is linearizable for its key.
+//! applied under the key's leaf latch, so each is linearizable for its key: by the one
+//! engine behind `insert` and `remove` ([`Tree::modify`]), or in place
+//! ([`Tree::update_with`], which keeps the value's length and allocates nothing).
 
-use super::write::Edit;
+use super::write::{serve_waiters, Edit};
 use crate::error::Error;
+use crate::node::NodeMut;
+use crate::policy::Divert;
+use crate::sync::reentry::InClosure;
 use crate::Tree;
 
 impl Tree {
+    /// Changes the value of `key` in place under the leaf's exclusive latch and returns what
+    /// `f` returns, or `None` if the key is absent. The value keeps its length (use
+    /// [`fetch_update`](Self::fetch_update) to change it); this is the cheapest atomic
+    /// read-modify-write, with no allocation. `f` runs exactly once if the key is present.
+    ///
+    /// # Panics
+    ///
+    /// If `f` calls into this tree: that call would wait for the latch `f` runs under,
+    /// forever, so it panics with a message saying so (calls into other trees are fine).
+    /// If `f` panics, the panic propagates, the latch is released and the tree stays valid;
+    /// what `f` wrote into an inline value before panicking stays written (an out-of-line
+    /// value, longer than [`Config::max_inline_value_len`](crate::Config::max_inline_value_len),
+    /// is changed through a copy that is written back only when `f` returns).
+    ///
+    /// ```
+    /// let tree = contree::Tree::new();
+    /// tree.insert(b"counter", &0u64.to_le_bytes()).unwrap();
+    /// tree.update_with(b"counter", |v| {
+    ///     let n = u64::from_le_bytes(v.try_into().unwrap()) + 1;
+    ///     v.copy_from_slice(&n.to_le_bytes());
+    /// });
+    /// assert_eq!(tree.get(b"counter"), Some(1u64.to_le_bytes().to_vec()));
+    /// ```
+    pub fn update_with<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let mut f = Some(f);
+        loop {
+            match self.update_with_once(key, &mut f) {
+                Some(out) => return out,
+                // In a hot range of the side structure: under its shard's mutex.
+                None => {
+                    if let Some(Some(out)) =
+                        self.side_settle(key, || self.update_with_once(key, &mut f))
+                    {
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One [`update_with`](Self::update_with), which runs `f` if it is still there: `None`
+    /// if the key lies in a hot range of the side structure whose shard this thread does not
+    /// hold.
+    fn update_with_once<F: FnOnce(&mut [u8]) -> R, R>(
+        &self,
+        key: &[u8],
+        f: &mut Option<F>,
+    ) -> Option<Option<R>> {
+        let core = &*self.core;
+        let Divert::Proceed = core.policy.before_latch(key);
+        let mut split_at = None;
+        let out = core.retry(|| {
+            let (node, mut x) = core.exclusive_leaf(key)?;
+            if core.side.blocks(key) {
+                return Ok(None);
+            }
+            let latch = x.latch_addr();
+            let slow_path = x.slow_path();
+            let mut node = NodeMut::new(node, &mut x);
+            let (pos, found) = node.lower_bound(key, core.directory())?;
+            if !found {
+                return Ok(Some(None));
+            }
+            let mark = InClosure::enter(core.id(), "update_with");
+            let out = match node.stub(pos)? {
+                None => f.take().map(|f| f(node.value_mut(pos))),
+                Some(stub) => {
+                    // Out of line: the closure changes a copy, written back in place.
+                    let mut value = core.blob_value(stub);
+                    let out = f.take().map(|f| f(&mut value));
+                    core.overwrite_blob(stub, &value);
+                    out
+                }
+            };
+            drop(mark);
+            split_at = core
+                .policy
+                .after_change(&mut node, pos, slow_path, core.directory());
+            if core.policy.combining.has_waiters(latch) {
+                serve_waiters(core, &mut node, latch, &mut split_at);
+            }
+            Ok(Some(out))
+        });
+        if let Some(sep) = split_at {
+            core.contention_split(&sep);
+        }
+        out
+    }
+
     /// Sets the value of `key` to what `f` makes of the current one, atomically, and
     /// returns the previous value.
     ///

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::node::{NodeMut, Stored, SLOT};
 use crate::policy::combining::{self, Kind, Outcome, Request};
 use crate::policy::Divert;
-use crate::side::ops::{Diverted, SideEntry};
+use crate::side::ops::Diverted;
 use crate::sync::reentry::InClosure;
 use crate::sync::{Counter, Restart};
 use crate::Tree;
@@ -34,7 +34,7 @@ pub(crate) enum Edit<V> {
 const MAX_BUDGET_ROUNDS: u32 = 16;
 
 /// Why an attempt under the latch did not finish.
-enum Stop {
+pub(crate) enum Stop {
     /// The new entry did not fit in its leaf; it takes this many bytes in a leaf (at most:
     /// its key without any prefix taken off).
     NeedSplit(usize),
@@ -67,7 +67,7 @@ enum Value<V> {
 /// How a `Put` was applied: over the old value in place (same length, same form), or as
 /// a new entry (inserted, or in place of the old one, whose out-of-line value the caller
 /// then frees once the leaf's latch is released).
-enum Placed {
+pub(crate) enum Placed {
     InPlace,
     Entry,
 }
@@ -76,7 +76,7 @@ enum Placed {
 /// there if `found` (which has an inline value too). The leaf is unchanged on failure.
 /// The common path of inserts, kept apart from out-of-line values so that it stays lean.
 #[inline(always)]
-fn put_inline(
+pub(crate) fn put_inline(
     node: &mut NodeMut<'_>,
     pos: usize,
     key: &[u8],
@@ -558,95 +558,6 @@ impl Tree {
         out
     }
 
-    /// Changes the value of `key` in place under the leaf's exclusive latch and returns what
-    /// `f` returns, or `None` if the key is absent. The value keeps its length (use
-    /// [`fetch_update`](Self::fetch_update) to change it); this is the cheapest atomic
-    /// read-modify-write, with no allocation. `f` runs exactly once if the key is present.
-    ///
-    /// # Panics
-    ///
-    /// If `f` calls into this tree: that call would wait for the latch `f` runs under,
-    /// forever, so it panics with a message saying so (calls into other trees are fine).
-    /// If `f` panics, the panic propagates, the latch is released and the tree stays valid;
-    /// what `f` wrote into an inline value before panicking stays written (an out-of-line
-    /// value, longer than [`Config::max_inline_value_len`](crate::Config::max_inline_value_len),
-    /// is changed through a copy that is written back only when `f` returns).
-    ///
-    /// ```
-    /// let tree = contree::Tree::new();
-    /// tree.insert(b"counter", &0u64.to_le_bytes()).unwrap();
-    /// tree.update_with(b"counter", |v| {
-    ///     let n = u64::from_le_bytes(v.try_into().unwrap()) + 1;
-    ///     v.copy_from_slice(&n.to_le_bytes());
-    /// });
-    /// assert_eq!(tree.get(b"counter"), Some(1u64.to_le_bytes().to_vec()));
-    /// ```
-    pub fn update_with<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
-        let mut f = Some(f);
-        loop {
-            match self.update_with_once(key, &mut f) {
-                Some(out) => return out,
-                // In a hot range of the side structure: under its shard's mutex.
-                None => {
-                    if let Some(Some(out)) =
-                        self.side_settle(key, || self.update_with_once(key, &mut f))
-                    {
-                        return out;
-                    }
-                }
-            }
-        }
-    }
-
-    /// One [`update_with`](Self::update_with), which runs `f` if it is still there: `None`
-    /// if the key lies in a hot range of the side structure whose shard this thread does not
-    /// hold.
-    fn update_with_once<F: FnOnce(&mut [u8]) -> R, R>(
-        &self,
-        key: &[u8],
-        f: &mut Option<F>,
-    ) -> Option<Option<R>> {
-        let core = &*self.core;
-        let Divert::Proceed = core.policy.before_latch(key);
-        let mut split_at = None;
-        let out = core.retry(|| {
-            let (node, mut x) = core.exclusive_leaf(key)?;
-            if core.side.blocks(key) {
-                return Ok(None);
-            }
-            let latch = x.latch_addr();
-            let slow_path = x.slow_path();
-            let mut node = NodeMut::new(node, &mut x);
-            let (pos, found) = node.lower_bound(key, core.directory())?;
-            if !found {
-                return Ok(Some(None));
-            }
-            let mark = InClosure::enter(core.id(), "update_with");
-            let out = match node.stub(pos)? {
-                None => f.take().map(|f| f(node.value_mut(pos))),
-                Some(stub) => {
-                    // Out of line: the closure changes a copy, written back in place.
-                    let mut value = core.blob_value(stub);
-                    let out = f.take().map(|f| f(&mut value));
-                    core.overwrite_blob(stub, &value);
-                    out
-                }
-            };
-            drop(mark);
-            split_at = core
-                .policy
-                .after_change(&mut node, pos, slow_path, core.directory());
-            if core.policy.combining.has_waiters(latch) {
-                serve_waiters(core, &mut node, latch, &mut split_at);
-            }
-            Ok(Some(out))
-        });
-        if let Some(sep) = split_at {
-            core.contention_split(&sep);
-        }
-        out
-    }
-
     /// Removes `key`; returns its value.
     ///
     /// A leaf left underfull is merged with a sibling.
@@ -742,91 +653,13 @@ impl Tree {
     }
 }
 
-impl Tree {
-    /// Writes `entries` (in ascending key order, distinct; `None` removes) into the tree:
-    /// the merge of the side structure (`side`), whose caller holds the shards of the keys.
-    /// A run of entries that share a leaf and stay inline is applied under one latch; an
-    /// entry that needs a split, a long key or an out-of-line value takes
-    /// [`modify_keeping`](Self::modify_keeping). The entry count (`len`) is left as it is:
-    /// the diverted writes counted. Returns the entries it could not write (the budget
-    /// refused the pages), in order.
-    pub(crate) fn merge_sorted(&self, entries: Vec<SideEntry>) -> Vec<SideEntry> {
-        let core = &*self.core;
-        let dir = core.directory();
-        let (key_max, value_max) = (
-            core.config().max_inline_key_len(),
-            core.config().max_inline_value_len(),
-        );
-        let lean = |(k, v): &SideEntry| {
-            k.len() <= key_max && v.as_ref().is_none_or(|v| v.len() <= value_max)
-        };
-        let mut failed = Vec::new();
-        let mut i = 0;
-        while i < entries.len() {
-            let mut next = i;
-            let mut underfull = false;
-            if lean(&entries[i]) {
-                next = core.retry(|| -> Result<usize, Restart> {
-                    let (node, mut x) = core.exclusive_leaf(&entries[i].0)?;
-                    let mut node = NodeMut::new(node, &mut x);
-                    let mut j = i;
-                    // Entries already applied by an attempt that restarted are applied
-                    // again: the same value, or a removal of an absent key.
-                    while j < entries.len() && lean(&entries[j]) {
-                        let (k, v) = &entries[j];
-                        if j > i && !node.holds_key(k, dir)? {
-                            break;
-                        }
-                        let (pos, found) = node.lower_bound(k, dir)?;
-                        if found && node.is_stub(pos) {
-                            break;
-                        }
-                        match v {
-                            Some(v) if put_inline(&mut node, pos, k, found, v)?.is_err() => break,
-                            Some(_) => {}
-                            None if found => {
-                                node.remove_at(pos);
-                                underfull = core.is_underfull(&node);
-                            }
-                            None => {}
-                        }
-                        j += 1;
-                    }
-                    Ok(j)
-                });
-            }
-            if next > i {
-                if underfull {
-                    core.try_merge(&entries[next - 1].0, 0);
-                }
-                i = next;
-                continue;
-            }
-            let (k, v) = &entries[i];
-            // The general path counts the entry it adds or removes: taken back.
-            let out = match v {
-                Some(v) => self.modify(k, None, |old| (Edit::Put(v), old.is_none())),
-                None => self.modify(k, None, |old| (Edit::<&[u8]>::Remove, old.is_some())),
-            };
-            match (out, v) {
-                (Ok(true), Some(_)) => core.counters.add(Counter::Len, -1),
-                (Ok(true), None) => core.counters.add(Counter::Len, 1),
-                (Ok(false), _) => {}
-                (Err(_), _) => failed.push(entries[i].clone()),
-            }
-            i += 1;
-        }
-        failed
-    }
-}
-
 /// Leaf combining, the holder's side (`policy::combining`): applies the requests that
 /// writers published for the latch at `latch`, which this thread holds on `node`, and
 /// completes each (applied or handed back) before the latch is released. A Contention
 /// Split that an applied request asks for is kept in `split_at` if none is there yet.
 #[cold]
 #[inline(never)]
-fn serve_waiters(
+pub(super) fn serve_waiters(
     core: &TreeCore,
     node: &mut NodeMut<'_>,
     latch: usize,

@@ -2,8 +2,10 @@
 //!
 //! The data path asks the policies at named points and acts on their answer:
 //! * [`before_latch`](LeafPolicies::before_latch): before a writer latches its leaf; a policy
-//!   may divert the operation (hot-spot handling will buffer appends here). Today every
-//!   operation proceeds.
+//!   may divert the operation. Today every operation proceeds: the side structure for hot
+//!   ranges (`side`) diverts inserts and removals earlier, once per operation in `insert`
+//!   and `remove` rather than once per attempt, and refuses a write that reaches a leaf of
+//!   a hot range under the latch (`Side::blocks`).
 //! * [`latch_busy`](LeafPolicies::latch_busy): the leaf latch was found taken, before the
 //!   writer waits for it; a closure-free insert or removal is handed to the latch holder
 //!   there instead ([`combining`]: leaf-level combining).

@@ -51,6 +51,7 @@
 //! first and may then take up to that many pages past the budget, so a merge never fails
 //! for want of the pages its entries were charged for.
 
+mod merge;
 pub(crate) mod ops;
 
 use crate::config::Config;
