@@ -133,10 +133,10 @@ impl Tree {
 
     /// Marks the key range of the leaf that holds `key` hot in the side structure, as its
     /// policy does on appends from several threads (for tests and diagnostics; nothing
-    /// happens unless [`Config::side_structure`] is on, or if the range meets a hot one).
+    /// happens if [`Config::side_structure`] is `Off`, or if the range meets a hot one).
     #[doc(hidden)]
     pub fn side_mark(&self, key: &[u8]) {
-        self.side_heat(key);
+        self.side_heat(key, false);
     }
 
     /// The page id of the leaf that holds `key` (for tests and diagnostics: two keys share a

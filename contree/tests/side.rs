@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 fn side_config(merge_entries: usize) -> Config {
     Config {
-        side_structure: true,
+        side_structure: contree::SideStructure::Always,
         side_merge_entries: merge_entries,
         side_ranges: 3,
         page_size: 4096,
@@ -399,4 +399,80 @@ fn a_reentrant_call_under_a_shard_mutex_panics() {
     tree.side_mark(&key(1));
     tree.insert(&key(2), b"w").unwrap();
     tree.update_with(&key(2), |_| tree.insert(&key(3), b"x").unwrap());
+}
+
+/// A config whose sampler counts every change and ends a period every 4: a single thread's
+/// appends then ask for a hot range every few inserts (a threshold of 0.0 counts every
+/// period as contended), so that the policy's answer is deterministic.
+fn policy_config(mode: contree::SideStructure) -> Config {
+    Config {
+        side_structure: mode,
+        side_merge_entries: 64,
+        contention_threshold: 0.0,
+        contention_sample_shift: 0,
+        contention_period_shift: 2,
+        ..Config::default()
+    }
+}
+
+/// `SideStructure::WithScans` (the default): contended appends are diverted only while
+/// range reads run beside them, and the tree goes back to leaf combining when they stop;
+/// `Always` diverts without scans, `Off` never. Every key stays readable throughout.
+#[test]
+fn the_side_structure_follows_the_scans() {
+    use contree::SideStructure::{Always, Off, WithScans};
+    let append = |tree: &Tree, from: u64, n: u64, scan_every: u64| {
+        for i in from..from + n {
+            tree.insert(&key(i), &key(i)).unwrap();
+            if scan_every > 0 && i % scan_every == 0 {
+                // A range read that starts at a recent key.
+                let got: Vec<_> = tree.range(key(i.saturating_sub(5)).to_vec()..).collect();
+                assert_eq!(got.len() as u64, i.min(5) + 1, "scan at {i}");
+            }
+        }
+    };
+    let all_there = |tree: &Tree, n: u64| {
+        for i in 0..n {
+            assert_eq!(tree.get(&key(i)), Some(key(i).to_vec()), "key {i}");
+        }
+        assert_eq!(tree.iter().count() as u64, n);
+        assert_eq!(tree.len() as u64, n);
+    };
+
+    let tree = Tree::with_config(policy_config(WithScans)).unwrap();
+    append(&tree, 0, 2000, 0);
+    let s = tree.stats();
+    assert!(s.append_hot_periods > 100, "the sampler asked: {s:?}");
+    assert_eq!(s.side_ranges_marked, 0, "no scans, no hot range");
+    assert_eq!(s.side_diverted, 0);
+    // Scans beside the appends: the range becomes hot and takes the appends.
+    append(&tree, 2000, 2000, 50);
+    let s = tree.stats();
+    assert!(s.side_ranges_marked >= 1, "{s:?}");
+    assert!(s.side_diverted > 1000, "{s:?}");
+    // The scans stop: the next merge cools the range for good.
+    append(&tree, 4000, 500, 0);
+    let (marked, diverted) = (tree.stats().side_ranges_marked, tree.stats().side_diverted);
+    append(&tree, 4500, 2000, 0);
+    let s = tree.stats();
+    assert_eq!(s.side_ranges, 0, "{s:?}");
+    assert_eq!(
+        s.side_ranges_marked, marked,
+        "marked again without scans: {s:?}"
+    );
+    assert_eq!(s.side_diverted, diverted, "{s:?}");
+    all_there(&tree, 6500);
+
+    let tree = Tree::with_config(policy_config(Always)).unwrap();
+    append(&tree, 0, 2000, 0);
+    let s = tree.stats();
+    assert!(s.side_ranges_marked >= 1 && s.side_diverted > 1000, "{s:?}");
+    all_there(&tree, 2000);
+
+    let tree = Tree::with_config(policy_config(Off)).unwrap();
+    append(&tree, 0, 2000, 50);
+    let s = tree.stats();
+    assert!(s.append_hot_periods > 100, "{s:?}");
+    assert_eq!((s.side_ranges_marked, s.side_diverted), (0, 0), "{s:?}");
+    all_there(&tree, 2000);
 }

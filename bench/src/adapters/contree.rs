@@ -12,7 +12,7 @@
 
 use std::ops::ControlFlow;
 
-use contree::{Config, Tree};
+use contree::{Config, SideStructure, Tree};
 
 use super::{Index, Shape};
 
@@ -47,8 +47,13 @@ pub const VARIANTS: &[Variant] = &[
     ),
     (
         "contree-side",
-        "contree with the side structure for hot ranges on (side_structure = true)",
+        "contree with the side structure for hot ranges always on (side_structure = Always)",
         build_side,
+    ),
+    (
+        "contree-noside",
+        "contree with the side structure for hot ranges off (side_structure = Off)",
+        build_noside,
     ),
     (
         "contree-side-nocomb",
@@ -109,7 +114,17 @@ fn build_nocomb(shape: &Shape) -> Result<Box<dyn Index>, String> {
 fn build_side(shape: &Shape) -> Result<Box<dyn Index>, String> {
     build_with(
         Config {
-            side_structure: true,
+            side_structure: SideStructure::Always,
+            ..Config::default()
+        },
+        shape,
+    )
+}
+
+fn build_noside(shape: &Shape) -> Result<Box<dyn Index>, String> {
+    build_with(
+        Config {
+            side_structure: SideStructure::Off,
             ..Config::default()
         },
         shape,
@@ -119,7 +134,7 @@ fn build_side(shape: &Shape) -> Result<Box<dyn Index>, String> {
 fn build_side_nocomb(shape: &Shape) -> Result<Box<dyn Index>, String> {
     build_with(
         Config {
-            side_structure: true,
+            side_structure: SideStructure::Always,
             combining: false,
             ..Config::default()
         },

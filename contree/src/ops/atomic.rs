@@ -86,9 +86,7 @@ impl Tree {
                 }
             };
             drop(mark);
-            split_at = core
-                .policy
-                .after_change(&mut node, pos, slow_path, core.directory());
+            split_at = core.policy.after_change(&mut node, pos, slow_path, core);
             if core.policy.combining.has_waiters(latch) {
                 serve_waiters(core, &mut node, latch, &mut split_at);
             }

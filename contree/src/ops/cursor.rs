@@ -545,6 +545,7 @@ impl<'t> Cursor<'t> {
         let tree = self.tree;
         // Entries of hot ranges are merged into the tree first (`side`): a seek sees every
         // write that completed before it.
+        self.owner.core.side.note_scan();
         self.owner.side_flush_all();
         // The passes below that fail after the copy validated (a blob read that restarts)
         // back off like the descent's own restarts: the writer they wait for may be off

@@ -275,9 +275,7 @@ impl Tree {
                         applied.delta = -1;
                         applied.underfull = core.is_underfull(&node);
                         applied.freed = old_stub;
-                        split_at =
-                            core.policy
-                                .after_change(&mut node, pos, slow_path, core.directory());
+                        split_at = core.policy.after_change(&mut node, pos, slow_path, core);
                         return Ok(Ok((out, applied)));
                     }
                     Edit::Put(value) => Value::Bytes(value),
@@ -330,9 +328,7 @@ impl Tree {
                     }
                     Err(stop) => return Ok(Err(stop)),
                 }
-                split_at = core
-                    .policy
-                    .after_change(&mut node, pos, slow_path, core.directory());
+                split_at = core.policy.after_change(&mut node, pos, slow_path, core);
                 Ok(Ok((out, applied)))
             });
             match attempt {
@@ -420,7 +416,8 @@ impl Tree {
     /// assert!(tree.insert(&[0u8; 100_000], b"").is_err());
     /// ```
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        if self.core.side.enabled {
+        // Zero while the side structure is off: one load for the normal path.
+        if crate::side::Side::any(self.core.side.state()) {
             if let Some(out) = self.insert_diverted(key, value) {
                 return out;
             }
@@ -431,15 +428,15 @@ impl Tree {
     /// [`insert`](Self::insert) into the side structure when `key` lies in a hot range
     /// (`side`); `None` when the normal path is to take it. Apart from `insert`, so that the
     /// normal path stays one call site (inlined). First, if Contention Split's sampler
-    /// asked during this thread's last write, marks the range of `key`'s leaf hot (the key
-    /// of the next insert of an append stream lies in the leaf the sampler saw, or past
-    /// it).
+    /// asked for a hot range (`Side::ask_heat`), marks the range of `key`'s leaf hot when
+    /// `key` is an append there (the next insert of an append stream lies in the leaf the
+    /// sampler saw, at its end).
     #[cold]
     #[inline(never)]
     fn insert_diverted(&self, key: &[u8], value: &[u8]) -> Option<Result<Option<Vec<u8>>, Error>> {
         let core = &*self.core;
-        if crate::policy::take_heat() {
-            self.side_heat(key);
+        if core.side.take_heat() && core.side.scans_seen() {
+            self.side_heat(key, true);
         }
         if let Err(e) = core.check_key(key).and_then(|()| core.check_value(value)) {
             return Some(Err(e));
@@ -516,9 +513,7 @@ impl Tree {
             if put_inline(&mut node, pos, key, found, value)?.is_err() {
                 return Ok(None);
             }
-            split_at = core
-                .policy
-                .after_change(&mut node, pos, slow_path, core.directory());
+            split_at = core.policy.after_change(&mut node, pos, slow_path, core);
             if core.policy.combining.has_waiters(latch) {
                 serve_waiters(core, &mut node, latch, &mut split_at);
             }
@@ -626,9 +621,7 @@ impl Tree {
                 let old = node.value_mut(pos).to_vec();
                 node.remove_at(pos);
                 underfull = core.is_underfull(&node);
-                split_at = core
-                    .policy
-                    .after_change(&mut node, pos, slow_path, core.directory());
+                split_at = core.policy.after_change(&mut node, pos, slow_path, core);
                 Some(old)
             };
             if core.policy.combining.has_waiters(latch) {
@@ -736,7 +729,7 @@ fn apply_request(
             }
         }
     };
-    let split = core.policy.after_change(node, pos, true, dir);
+    let split = core.policy.after_change(node, pos, true, core);
     if split_at.is_none() {
         *split_at = split;
     }

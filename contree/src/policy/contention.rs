@@ -32,6 +32,7 @@
 use super::PolicyArea;
 use crate::config::Config;
 use crate::node::NodeMut;
+use crate::side::Side;
 use crate::sync::seam::{AtomicU64, Ordering};
 use std::cell::Cell;
 
@@ -40,14 +41,18 @@ use std::cell::Cell;
 /// most a sixteenth of the leaf's entries.
 const APPEND_SLACK: usize = 8;
 
+/// The slots short of the end of a leaf of `count` entries at which a change still counts
+/// as an append ([`APPEND_SLACK`], at most a sixteenth of the leaf).
+pub(crate) fn append_slack(count: usize) -> usize {
+    APPEND_SLACK.min(count / 16)
+}
+
 /// The decision rule, fixed at tree creation from the `Config`.
 #[derive(Debug)]
 pub(crate) struct ContentionSplit {
     enabled: bool,
     /// `Config::contention_split_appends`.
     split_appends: bool,
-    /// `Config::side_structure`: a contended period of appends marks the leaf's range hot.
-    side: bool,
     /// Contended periods of appends that asked for no split (module doc).
     pub(crate) append_hot_periods: AtomicU64,
     sample_mask: u32,
@@ -83,7 +88,6 @@ impl ContentionSplit {
         ContentionSplit {
             enabled: config.contention_split,
             split_appends: config.contention_split_appends,
-            side: config.side_structure,
             append_hot_periods: AtomicU64::new(0),
             sample_mask: mask(config.contention_sample_shift),
             period_mask: mask(
@@ -104,6 +108,7 @@ impl ContentionSplit {
         node: &mut NodeMut,
         pos: usize,
         slow_path: bool,
+        side: &Side,
     ) -> Option<usize> {
         if !self.enabled {
             return None;
@@ -112,7 +117,7 @@ impl ContentionSplit {
         if r & self.sample_mask != 0 {
             return None;
         }
-        self.sampled(node, pos, slow_path, r & self.period_mask == 0)
+        self.sampled(node, pos, slow_path, r & self.period_mask == 0, Some(side))
     }
 
     #[cold]
@@ -123,6 +128,7 @@ impl ContentionSplit {
         pos: usize,
         slow_path: bool,
         period_end: bool,
+        side: Option<&Side>,
     ) -> Option<usize> {
         let mut area = PolicyArea::read(node);
         let updates = area.sampled.saturating_add(1);
@@ -131,7 +137,7 @@ impl ContentionSplit {
         // An insert at the end leaves `pos` on the last slot; a removal there, past it.
         // Concurrent appends arrive a little out of order: a few slots short counts too
         // (at most a sixteenth of the leaf, so that a small leaf keeps a middle).
-        let slack = APPEND_SLACK.min(node.count() / 16);
+        let slack = append_slack(node.count());
         let at_end = pos + 1 + slack >= node.count();
         let (last, last_at_end) = (area.last_slot, area.last_at_end);
         if !period_end {
@@ -157,8 +163,8 @@ impl ContentionSplit {
         }
         if at_end && last_at_end && last.is_some() && !self.split_appends {
             self.append_hot_periods.fetch_add(1, Ordering::Relaxed);
-            if self.side {
-                super::want_heat();
+            if let Some(side) = side {
+                side.ask_heat();
             }
             return None;
         }
@@ -200,14 +206,14 @@ mod tests {
         for _ in 0..HOT_PERIODS {
             assert!(!LeafPolicies::may_merge(&node.node()));
             // Not contended by the latch (no slow path), contended by the threshold.
-            cs.sampled(&mut node, 1, false, true);
+            cs.sampled(&mut node, 1, false, true, None);
         }
         assert_eq!(PolicyArea::read(&node.node()).hot, 0);
         assert!(LeafPolicies::may_merge(&node.node()));
         // A period without contention clears a mark at once (a real threshold).
         let cs = ContentionSplit::new(&Config::default());
         LeafPolicies::contention_split_done(&mut node);
-        cs.sampled(&mut node, 1, false, true);
+        cs.sampled(&mut node, 1, false, true, None);
         assert!(LeafPolicies::may_merge(&node.node()));
     }
 
@@ -229,7 +235,7 @@ mod tests {
             for k in 0..N {
                 assert!(node.insert_entry(k, &[k as u8], b"v"));
                 // Every change found the latch taken; a period ends at the last append.
-                let split = cs.sampled(&mut node, k, true, k == N - 1);
+                let split = cs.sampled(&mut node, k, true, k == N - 1, None);
                 assert_eq!(
                     split.is_some(),
                     k == N - 1 && split_appends,
@@ -240,23 +246,29 @@ mod tests {
             assert_eq!(periods(), u64::from(!split_appends));
             let end = N - 1;
             // Changes in the middle of the leaf are split between, either way.
-            assert_eq!(cs.sampled(&mut node, 2, true, false), None);
-            assert_eq!(cs.sampled(&mut node, 6, true, true), Some(4));
+            assert_eq!(cs.sampled(&mut node, 2, true, false, None), None);
+            assert_eq!(cs.sampled(&mut node, 6, true, true, None), Some(4));
             // A change in the middle after one at the end: not appends, split.
-            assert_eq!(cs.sampled(&mut node, end, true, false), None);
-            assert_eq!(cs.sampled(&mut node, 3, true, true), Some((3 + end) / 2));
+            assert_eq!(cs.sampled(&mut node, end, true, false, None), None);
+            assert_eq!(
+                cs.sampled(&mut node, 3, true, true, None),
+                Some((3 + end) / 2)
+            );
             // A change at the end after one in the middle: not appends either.
-            assert_eq!(cs.sampled(&mut node, 3, true, false), None);
-            assert_eq!(cs.sampled(&mut node, end, true, true), Some((3 + end) / 2));
+            assert_eq!(cs.sampled(&mut node, 3, true, false, None), None);
+            assert_eq!(
+                cs.sampled(&mut node, end, true, true, None),
+                Some((3 + end) / 2)
+            );
             // Out of order by up to APPEND_SLACK slots still counts as appends.
             let edge = end - APPEND_SLACK;
-            assert_eq!(cs.sampled(&mut node, edge, true, false), None);
-            let split = cs.sampled(&mut node, end, true, true);
+            assert_eq!(cs.sampled(&mut node, edge, true, false, None), None);
+            let split = cs.sampled(&mut node, end, true, true, None);
             assert_eq!(split, split_appends.then_some((edge + end) / 2));
             assert_eq!(periods(), 2 * u64::from(!split_appends));
-            assert_eq!(cs.sampled(&mut node, edge - 1, true, false), None);
+            assert_eq!(cs.sampled(&mut node, edge - 1, true, false, None), None);
             assert_eq!(
-                cs.sampled(&mut node, end, true, true),
+                cs.sampled(&mut node, end, true, true, None),
                 Some((edge - 1 + end) / 2)
             );
         }
@@ -273,11 +285,11 @@ mod tests {
             assert!(node.insert_entry(k as usize, &[k], b"v"));
         }
         // 20 entries: a slack of 1; slots 18 and 19 are the end, 17 is not.
-        assert_eq!(cs.sampled(&mut node, 18, true, false), None);
-        assert_eq!(cs.sampled(&mut node, 19, true, true), None);
+        assert_eq!(cs.sampled(&mut node, 18, true, false, None), None);
+        assert_eq!(cs.sampled(&mut node, 19, true, true, None), None);
         assert_eq!(cs.append_hot_periods.load(Ordering::Relaxed), 1);
-        assert_eq!(cs.sampled(&mut node, 17, true, false), None);
-        assert_eq!(cs.sampled(&mut node, 19, true, true), Some(18));
+        assert_eq!(cs.sampled(&mut node, 17, true, false, None), None);
+        assert_eq!(cs.sampled(&mut node, 19, true, true, None), Some(18));
     }
 
     /// The policy area keeps the last sampled slot and whether it was at the end apart.

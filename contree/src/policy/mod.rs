@@ -29,24 +29,7 @@ use crate::config::Config;
 use crate::node::{Node, NodeMut, POLICY_AREA};
 use crate::sync::{ExclusiveGuard, StripedCounters};
 pub(crate) use combining::Combining;
-pub(crate) use contention::ContentionSplit;
-
-crate::sync::seam::model_local! {
-    /// Set by Contention Split's sampler when it finds ordered appends from several threads
-    /// on a leaf and the side structure is on: the thread's next insert marks the range of
-    /// its key's leaf hot (`side`) before it writes.
-    static HEAT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Asks this thread's current insert to mark its leaf's range hot (see [`HEAT`]).
-pub(crate) fn want_heat() {
-    HEAT.with(|h| h.set(true));
-}
-
-/// Whether a mark was asked for since the last call.
-pub(crate) fn take_heat() -> bool {
-    HEAT.with(|h| h.replace(false))
-}
+pub(crate) use contention::{append_slack, ContentionSplit};
 
 /// Contention Split: the counting periods a split leaf stays hot (see [`PolicyArea::hot`]).
 pub(crate) const HOT_PERIODS: u16 = 4;
@@ -154,20 +137,23 @@ impl LeafPolicies {
         let _ = (node, guard, counters);
     }
 
-    /// After a change of slot `pos` of the latched leaf `node`; returns the key to split the
-    /// leaf after when Contention Split decides to (a whole key: a long key is read through
-    /// `dir` while the leaf is latched).
+    /// After a change of slot `pos` of the latched leaf `node` of the tree `core`; returns
+    /// the key to split the leaf after when Contention Split decides to (a whole key: a long
+    /// key is read while the leaf is latched). A contended period of ordered appends asks
+    /// the side structure for a hot range instead (`Side::ask_heat`).
     #[inline]
     pub(crate) fn after_change(
         &self,
         node: &mut NodeMut,
         pos: usize,
         slow_path: bool,
-        dir: &crate::page::Directory,
+        core: &crate::engine::TreeCore,
     ) -> Option<Vec<u8>> {
-        let mid = self.contention.after_change(node, pos, slow_path)?;
+        let mid = self
+            .contention
+            .after_change(node, pos, slow_path, &core.side)?;
         let mut key = node.key(mid).ok()?;
-        crate::long_key::expand(&mut key, dir).ok()?;
+        crate::long_key::expand(&mut key, core.directory()).ok()?;
         Some(key)
     }
 

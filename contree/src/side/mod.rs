@@ -39,10 +39,15 @@
 //! if the appends go on), so the scan pays for the bulk merge, once for all scanners.
 //!
 //! **Policy.** Contention Split's sampler (`policy::contention`) recognises ordered appends
-//! from several threads on one leaf; with the side structure on, such a period marks the
-//! leaf hot. At most [`Config::side_ranges`] ranges are hot; marking one more first merges
-//! and cools the least recently used. The space manager cools ranges that received no write
-//! for a round; `compact`, `check_invariants` and dropping the tree merge everything.
+//! from several threads on one leaf and asks for a hot range ([`Side::ask_heat`]); the next
+//! insert marks the range of its leaf if its key is an append there. With
+//! [`SideStructure::WithScans`] (the default) it asks only if a range read began since the
+//! last decision, and a full range merged with no range read since is not marked again, so
+//! appends go back to leaf combining when the scans stop; `Always` asks at every such
+//! period. At most [`Config::side_ranges`] ranges are hot; marking one more first merges and
+//! cools the least recently used. Range reads, `compact`, `check_invariants` and dropping
+//! the tree merge everything. A range that stops receiving writes keeps its entries until
+//! one of those, or until it is evicted (no timer cools it).
 //!
 //! **Memory.** Each shard charges its bytes (keys, values and a per-entry overhead, times
 //! two: the pages the entries will take in leaves) to the page pool's budget as reserved
@@ -54,7 +59,7 @@
 mod merge;
 pub(crate) mod ops;
 
-use crate::config::Config;
+use crate::config::{Config, SideStructure};
 use crate::sync::seam::{
     model_local, AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering, RwLock, RwLockReadGuard,
     RwLockWriteGuard,
@@ -64,6 +69,11 @@ use std::sync::Arc;
 
 /// Shards of one hot range.
 pub(crate) const SHARDS: usize = 16;
+
+/// The bit of [`Side`]'s state that asks the next insert to mark its range hot.
+const HEAT_ASKED: u64 = 0x80;
+/// The bits of [`Side`]'s state that count hot ranges (at most 64).
+const RANGES: u64 = 0x7f;
 
 /// Bytes an entry costs in a shard beyond its key and value (the map's node share, the
 /// vectors' headers).
@@ -231,13 +241,24 @@ pub(crate) struct SideStats {
     pub(crate) ranges_cooled: AtomicU64,
 }
 
+/// A flag on a cache line of its own.
+#[repr(align(128))]
+struct PaddedFlag(AtomicBool);
+
 /// The side structure of one tree.
 pub(crate) struct Side {
+    /// `Config::side_structure` is not `Off`.
     pub(crate) enabled: bool,
+    /// `Config::side_structure` is `Always`: ranges are marked without range reads.
+    always: bool,
+    /// `WithScans`: set by a range read, taken by the next decision to mark a range hot
+    /// (or to keep a merged append range hot); see [`Side::scans_seen`].
+    scanned: PaddedFlag,
     pub(crate) max_ranges: usize,
     pub(crate) merge_entries: usize,
-    /// `(marks << 8) | hot ranges`: changes whenever a range is marked or cooled; its low
-    /// byte is the one load that operations pay while no range is hot.
+    /// `(marks << 8) | HEAT_ASKED? | hot ranges`: the count of marks and cools changes
+    /// whenever a range is marked or cooled; the low byte is the one load that operations
+    /// pay while no range is hot (non-zero: a range is hot or a mark was asked for).
     state: AtomicU64,
     ranges: RwLock<Vec<Arc<HotRange>>>,
     clock: AtomicU64,
@@ -247,7 +268,9 @@ pub(crate) struct Side {
 impl Side {
     pub(crate) fn new(config: &Config) -> Side {
         Side {
-            enabled: config.side_structure,
+            enabled: config.side_structure != SideStructure::Off,
+            always: config.side_structure == SideStructure::Always,
+            scanned: PaddedFlag(AtomicBool::new(false)),
             max_ranges: config.side_ranges,
             merge_entries: config.side_merge_entries,
             state: AtomicU64::new(0),
@@ -263,10 +286,49 @@ impl Side {
         self.state.load(Ordering::SeqCst)
     }
 
-    /// Whether `state` has a hot range.
+    /// Called when a range read begins (a cursor's seek): with `WithScans`, the next
+    /// decision may mark a range hot. A load, and a store only when the flag is clear, so
+    /// that scanners do not write a shared line on every seek.
+    #[inline(always)]
+    pub(crate) fn note_scan(&self) {
+        if self.enabled && !self.always && !self.scanned.0.load(Ordering::Relaxed) {
+            self.scanned.0.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the policy may mark (or keep) an append range hot now: always with
+    /// `Always`; with `WithScans`, if a range read began since the last time this answered
+    /// `true` (the answer takes the flag). Asked when Contention Split's sampler finds a
+    /// contended append period and when a full range is merged; so after the scans stop,
+    /// the next merge cools the range for good and appends go back to leaf combining.
+    pub(crate) fn scans_seen(&self) -> bool {
+        self.always
+            || (self.scanned.0.load(Ordering::Relaxed)
+                && self.scanned.0.swap(false, Ordering::Relaxed))
+    }
+
+    /// Whether `state` has a hot range or a mark asked for ([`HEAT_ASKED`]).
     #[inline(always)]
     pub(crate) fn any(state: u64) -> bool {
         state & 0xff != 0
+    }
+
+    /// Called by Contention Split's sampler, under the latch of a leaf that received a
+    /// contended period of ordered appends: asks the next insert to mark the range of its
+    /// leaf hot, if the policy wants one now (see [`scans_seen`](Self::scans_seen), which
+    /// the insert asks again). The request is a bit in `state`, so inserts pay nothing
+    /// more for it; a mark or cool that races with it drops it, and the sampler asks again
+    /// at a later period.
+    pub(crate) fn ask_heat(&self) {
+        if self.enabled && (self.always || self.scanned.0.load(Ordering::Relaxed)) {
+            self.state.fetch_or(HEAT_ASKED, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes the request of [`ask_heat`](Self::ask_heat): whether there was one.
+    pub(crate) fn take_heat(&self) -> bool {
+        self.state() & HEAT_ASKED != 0
+            && self.state.fetch_and(!HEAT_ASKED, Ordering::SeqCst) & HEAT_ASKED != 0
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Vec<Arc<HotRange>>> {
@@ -358,7 +420,7 @@ impl Side {
 
     /// Hot ranges now.
     pub(crate) fn ranges(&self) -> usize {
-        (self.state() & 0xff) as usize
+        (self.state() & RANGES) as usize
     }
 }
 

@@ -201,9 +201,9 @@ impl Tree {
         }
         drop(held);
         drop(shards);
-        if reheat && range.high.is_none() {
+        if reheat && range.high.is_none() && side.scans_seen() {
             if let Some(last) = last {
-                self.side_heat(&last);
+                self.side_heat(&last, false);
             }
         }
     }
@@ -228,8 +228,10 @@ impl Tree {
 
     /// Marks the range of the leaf that holds `key` hot (the policy asked for it), first
     /// merging the least recently used range if the limit is reached. Nothing happens if
-    /// the range meets a hot one.
-    pub(crate) fn side_heat(&self, key: &[u8]) {
+    /// the range meets a hot one, or, with `appends_only`, if `key` would not land among
+    /// the last slots of its leaf (the insert that takes a request of the sampler may be
+    /// another thread's, far from the appends).
+    pub(crate) fn side_heat(&self, key: &[u8], appends_only: bool) {
         let core = &*self.core;
         if !core.side.enabled {
             return;
@@ -240,6 +242,12 @@ impl Tree {
         let dir = core.directory();
         core.retry(|| {
             let (node, _x) = core.exclusive_leaf(key)?;
+            if appends_only {
+                let (pos, _) = node.lower_bound(key, dir)?;
+                if pos + 1 + crate::policy::append_slack(node.count()) < node.count() {
+                    return Ok(());
+                }
+            }
             let expand = |k: Option<Vec<u8>>| -> Result<Option<Vec<u8>>, crate::sync::Restart> {
                 let Some(mut k) = k else { return Ok(None) };
                 crate::long_key::expand(&mut k, dir)?;

@@ -93,6 +93,10 @@ mod model {
                     switch();
                     self.0.store(v, order)
                 }
+                pub(crate) fn swap(&self, v: $int, order: Ordering) -> $int {
+                    switch();
+                    self.0.swap(v, order)
+                }
                 pub(crate) fn compare_exchange(
                     &self,
                     current: $int,
@@ -132,6 +136,10 @@ mod model {
                 pub(crate) fn fetch_and(&self, v: $int, order: Ordering) -> $int {
                     switch();
                     self.0.fetch_and(v, order)
+                }
+                pub(crate) fn fetch_or(&self, v: $int, order: Ordering) -> $int {
+                    switch();
+                    self.0.fetch_or(v, order)
                 }
             }
         };

@@ -651,7 +651,7 @@ fn leaf_combining() {
 fn side_structure() {
     let totals = check(Model {
         config: Config {
-            side_structure: true,
+            side_structure: contree::SideStructure::Always,
             side_merge_entries: 16,
             side_ranges: 2,
             merge_threshold: 0.0,
