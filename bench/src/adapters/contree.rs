@@ -23,123 +23,64 @@ pub type Variant = (
     fn(&Shape) -> Result<Box<dyn Index>, String>,
 );
 
-/// contree's configurations, the default first.
+/// contree's configurations, the default first: each the default `Config` with the fields
+/// its name says changed.
 pub const VARIANTS: &[Variant] = &[
     (
         "contree",
         "contree with its default Config (every mechanism on)",
-        build_default,
+        |shape| build_with(Config::default(), shape),
     ),
     (
         "contree-nomerge",
         "contree with merging of underfull nodes off (merge_threshold = 0)",
-        build_nomerge,
+        |shape| build_changed(shape, |c| c.merge_threshold = 0.0),
     ),
     (
         "contree-nocs",
         "contree with Contention Split off (contention_split = false)",
-        build_nocs,
+        |shape| build_changed(shape, |c| c.contention_split = false),
     ),
     (
         "contree-nocomb",
         "contree with leaf-level combining off (combining = false)",
-        build_nocomb,
+        |shape| build_changed(shape, |c| c.combining = false),
     ),
     (
         "contree-side",
         "contree with the side structure for hot ranges always on (side_structure = Always)",
-        build_side,
+        |shape| build_changed(shape, |c| c.side_structure = SideStructure::Always),
     ),
     (
         "contree-noside",
         "contree with the side structure for hot ranges off (side_structure = Off)",
-        build_noside,
+        |shape| build_changed(shape, |c| c.side_structure = SideStructure::Off),
     ),
     (
         "contree-side-nocomb",
         "contree with the side structure on and leaf-level combining off",
-        build_side_nocomb,
+        |shape| {
+            build_changed(shape, |c| {
+                c.side_structure = SideStructure::Always;
+                c.combining = false;
+            })
+        },
     ),
     (
         "contree-nosm",
         "contree with the XMerge space manager thread off (space_manager = false)",
-        build_nosm,
+        |shape| build_changed(shape, |c| c.space_manager = false),
     ),
 ];
 
-fn build_nosm(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(
-        Config {
-            space_manager: false,
-            ..Config::default()
-        },
-        shape,
-    )
-}
-
-fn build_default(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(Config::default(), shape)
-}
-
-fn build_nomerge(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(
-        Config {
-            merge_threshold: 0.0,
-            ..Config::default()
-        },
-        shape,
-    )
-}
-
-fn build_nocs(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(
-        Config {
-            contention_split: false,
-            ..Config::default()
-        },
-        shape,
-    )
-}
-
-fn build_nocomb(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(
-        Config {
-            combining: false,
-            ..Config::default()
-        },
-        shape,
-    )
-}
-
-fn build_side(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(
-        Config {
-            side_structure: SideStructure::Always,
-            ..Config::default()
-        },
-        shape,
-    )
-}
-
-fn build_noside(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(
-        Config {
-            side_structure: SideStructure::Off,
-            ..Config::default()
-        },
-        shape,
-    )
-}
-
-fn build_side_nocomb(shape: &Shape) -> Result<Box<dyn Index>, String> {
-    build_with(
-        Config {
-            side_structure: SideStructure::Always,
-            combining: false,
-            ..Config::default()
-        },
-        shape,
-    )
+/// A contree adapter with the default `Config` as `change` leaves it.
+fn build_changed(
+    shape: &Shape,
+    change: impl FnOnce(&mut Config),
+) -> Result<Box<dyn Index>, String> {
+    let mut config = Config::default();
+    change(&mut config);
+    build_with(config, shape)
 }
 
 /// A contree adapter with `config`.
