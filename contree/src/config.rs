@@ -130,6 +130,44 @@ pub struct Config {
     /// The entries (tombstones included) a hot range gathers before they are merged into
     /// the tree. At least 16. Default 4096.
     pub side_merge_entries: usize,
+    /// Line mode for hot leaves (Eunomia's per-cache-line conflict detection, in software;
+    /// `sync::lines`): a leaf that many threads update in place is switched to a mode in
+    /// which [`Tree::update_with`](crate::Tree::update_with) takes no latch, only locks on
+    /// the 64-byte stretches of the page its value covers, and point reads check only the
+    /// stretches they read, so updates of different keys of one leaf neither serialise on
+    /// its latch word nor fail each other's readers. Any other write to the leaf (an insert,
+    /// a removal, a split), a scan over it or a value that changes length ends the mode.
+    /// Counted in [`Stats::hot_leaves`](crate::Stats::hot_leaves) and the other `line_`
+    /// fields. [`LineMode::Auto`], the default, lets a per-leaf detector decide.
+    pub line_mode: LineMode,
+}
+
+/// When a leaf switches to line mode ([`Config::line_mode`]).
+///
+/// ```
+/// use contree::{Config, LineMode, Tree};
+/// let tree = Tree::with_config(Config { line_mode: LineMode::Always, ..Config::default() }).unwrap();
+/// tree.insert(b"k", &[0; 8]).unwrap();
+/// tree.update_with(b"k", |v| v[0] = 1); // under the latch; the leaf switches to line mode
+/// tree.update_with(b"k", |v| v[0] = 2); // in line mode: no latch
+/// assert_eq!(tree.get(b"k").unwrap()[0], 2);
+/// assert_eq!(tree.stats().hot_leaves, 1);
+/// assert_eq!(tree.stats().line_updates, 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LineMode {
+    /// Never: every update latches its leaf.
+    Off,
+    /// When the leaf's detector sees in-place updates from different threads arrive close
+    /// together: sampled updates under the latch count a *handoff* when the last sampled
+    /// update came from another thread within a few microseconds, and enough handoffs in
+    /// a row switch the leaf (`policy::lines`). Leaves that one thread updates, or that are
+    /// updated now and then, never switch.
+    #[default]
+    Auto,
+    /// At the first in-place update of a leaf under its latch (tests, and the ablation of
+    /// the detector).
+    Always,
 }
 
 /// When the tree diverts the appends of a contended leaf to the side structure for hot
@@ -179,6 +217,7 @@ impl Default for Config {
             side_structure: SideStructure::WithScans,
             side_ranges: 4,
             side_merge_entries: 4096,
+            line_mode: LineMode::Auto,
         }
     }
 }

@@ -90,6 +90,17 @@ pub struct Stats {
     pub side_ranges_marked: u64,
     /// The side structure: key ranges merged and cooled.
     pub side_ranges_cooled: u64,
+    /// Line mode ([`Config::line_mode`](crate::Config::line_mode)): leaves in line mode now.
+    pub hot_leaves: usize,
+    /// Line mode: switches of a leaf into it.
+    pub line_switches: u64,
+    /// Line mode: switches out of it (an exclusive latch, a scan or a shared latch met the
+    /// leaf in line mode): `line_switches - hot_leaves`.
+    pub line_exits: u64,
+    /// Line mode: in-place updates made without the leaf latch.
+    pub line_updates: u64,
+    /// Line mode: such updates that waited for a stretch another updater held.
+    pub line_conflicts: u64,
     /// Groups of siblings XMerge examined (from the space manager, `compact` and the
     /// memory budget).
     pub xmerge_attempts: u64,
@@ -150,8 +161,13 @@ impl Tree {
             side_merged_entries: core.side.stats.merged_entries.load(Ordering::Relaxed),
             side_ranges_marked: core.side.stats.ranges_marked.load(Ordering::Relaxed),
             side_ranges_cooled: core.side.stats.ranges_cooled.load(Ordering::Relaxed),
+            hot_leaves: crate::sync::lines::count_tree(core.id() as usize),
+            line_switches: core.counters.sum(Counter::LineSwitches).max(0) as u64,
+            line_updates: core.counters.sum(Counter::LineUpdates).max(0) as u64,
+            line_conflicts: core.counters.sum(Counter::LineConflicts).max(0) as u64,
             ..Stats::default()
         };
+        s.line_exits = s.line_switches.saturating_sub(s.hot_leaves as u64);
         (s.bytes_free, s.bytes_returned) = core.pool_free_bytes();
         let mut used = 0usize;
         let size = core.config().page_size;
@@ -163,7 +179,8 @@ impl Tree {
             let Ok((node, latch)) = core.page(pid) else {
                 continue;
             };
-            let _s = latch.shared();
+            // Sizes, stubs and keys only: leaves in line mode stay in it.
+            let _s = latch.shared_keeping_lines();
             let level = node.level();
             if expect_level != u16::MAX && level != expect_level {
                 continue; // freed and reused under our feet

@@ -531,3 +531,22 @@ fn typed_reentry_panics_instead_of_hanging() {
     let m = map.clone();
     watchdog(move || assert_eq!(m.get_with(&1, |v| m.get(v)), Some(Some(1)))).unwrap();
 }
+
+/// A closure that holds the rightmost leaf's latch and appends: the append finger latches
+/// the rightmost leaf without a descent, and must panic as a descent does, not wait for its
+/// own thread.
+#[test]
+fn reentry_through_the_append_finger_panics() {
+    let tree = filled(); // ascending inserts: the append finger is on
+    let inner = tree.clone();
+    let r = watchdog(move || {
+        inner.update_with(&1999u32.to_be_bytes(), |_| {
+            let _ = inner.insert(&5000u32.to_be_bytes(), b"x");
+        });
+    });
+    let msg = r.expect_err("an append inside update_with did not panic");
+    assert!(msg.contains("re-entrant"), "{msg}");
+    assert_eq!(tree.get(&5000u32.to_be_bytes()), None);
+    tree.insert(&5000u32.to_be_bytes(), b"after").unwrap();
+    tree.check_invariants().unwrap();
+}

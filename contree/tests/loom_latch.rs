@@ -163,6 +163,11 @@ mod sync {
         }
     }
 
+    /// Line mode (`contree/src/sync/lines.rs`) is not part of these models: no latch here
+    /// ever enters it, so ending it has nothing to wait for. Its protocol is modelled under
+    /// Shuttle with the whole tree (`tests/shuttle/hot_lines.rs`).
+    pub(crate) fn drain_lines(_addr: usize) {}
+
     /// Wakes every sleeper (real parking only; otherwise nobody sleeps).
     pub(crate) fn unpark_all(_addr: usize) {
         if real_parking() {

@@ -1,8 +1,10 @@
 //! Adapter for contree, under named configurations for ablations.
 //!
 //! contree is a bytes-to-bytes tree, so it stores exactly the bytes it is given in every run.
-//! Lookups use `get_with` (the value is copied straight into the caller's buffer). Updates go through `update_with`, which overwrites the value in place under the leaf's
-//! exclusive latch (falling back to `insert` if the length differs). Scans all go through
+//! Lookups use `get_with` (the value is copied straight into the caller's buffer). Updates go
+//! through `update_with`, which overwrites the value in place under the leaf's exclusive
+//! latch, or under stretch locks in a leaf in line mode (falling back to `insert` if the
+//! length differs). Scans all go through
 //! [`scan_from`], the single place to change when contree's scan API changes. Its `Stats` are exported
 //! as a JSON object by reading their `Debug` form, so counters the tree gains later (for
 //! example Contention Split's or XMerge's) appear in the results without touching the bench.
@@ -12,7 +14,7 @@
 
 use std::ops::ControlFlow;
 
-use contree::{Config, SideStructure, Tree};
+use contree::{Config, LineMode, SideStructure, Tree};
 
 use super::{Index, Shape};
 
@@ -65,6 +67,16 @@ pub const VARIANTS: &[Variant] = &[
                 c.combining = false;
             })
         },
+    ),
+    (
+        "contree-nolines",
+        "contree with line mode for hot leaves off (line_mode = Off)",
+        |shape| build_changed(shape, |c| c.line_mode = LineMode::Off),
+    ),
+    (
+        "contree-lines",
+        "contree with every leaf updated in place switched to line mode (line_mode = Always)",
+        |shape| build_changed(shape, |c| c.line_mode = LineMode::Always),
     ),
     (
         "contree-nosm",

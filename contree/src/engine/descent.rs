@@ -171,6 +171,49 @@ impl<'t> Access<'t> for Exclusive<'t, '_> {
     }
 }
 
+/// What an in-place updater holds on its leaf ([`ExclusiveOrLines`]).
+pub(crate) enum LeafHold<'t> {
+    /// The leaf is in line mode (`sync::lines`): a snapshot, validated after the stretches
+    /// of the value are locked.
+    Lines(OptimisticGuard<'t>),
+    /// The exclusive latch, as [`Exclusive`] takes it.
+    Latched(ExclusiveGuard<'t>),
+}
+
+/// [`Exclusive`] for an in-place update: a leaf in line mode is entered with a snapshot
+/// (`sync::lines`), any other as [`Exclusive`] enters it (no request to hand over).
+pub(crate) struct ExclusiveOrLines<'t>(pub &'t TreeCore);
+
+impl<'t> Access<'t> for ExclusiveOrLines<'t> {
+    type Guard = LeafHold<'t>;
+    const PREFETCH_LEAF: bool = false;
+    #[inline]
+    fn enter(
+        &self,
+        latch: &'t HybridLatch,
+        above: &OptimisticGuard<'t>,
+    ) -> Result<Self::Guard, Restart> {
+        above.validate()?;
+        let hold = match latch.try_exclusive_or_lines() {
+            Ok(Some(x)) => LeafHold::Latched(x),
+            Err(snapshot) => LeafHold::Lines(snapshot),
+            Ok(None) => {
+                return Exclusive(self.0, None)
+                    .enter(latch, above)
+                    .map(LeafHold::Latched)
+            }
+        };
+        above.validate()?;
+        Ok(hold)
+    }
+    #[inline]
+    fn waited(guard: &mut LeafHold<'t>) {
+        if let LeafHold::Latched(x) = guard {
+            x.mark_slow_path();
+        }
+    }
+}
+
 impl<'t> Access<'t> for Owned<'_> {
     type Guard = ();
     #[inline]
@@ -240,7 +283,8 @@ impl TreeCore {
         let level = route.level();
         let (meta, root) = self.root_snapshot::<A>()?;
         if root.node.level() == level {
-            root.guard.validate()?;
+            // Only the level was read: a leaf in line mode validates (`sync::lines`).
+            root.guard.validate_keys()?;
             let mut guard = access.enter(root.guard.latch(), &meta)?;
             if root.guard.slow_path() {
                 A::waited(&mut guard);
@@ -382,6 +426,23 @@ impl TreeCore {
         Ok(leaf.expect("no request to hand over"))
     }
 
+    /// [`exclusive_leaf`](Self::exclusive_leaf) for an in-place update: a leaf in line mode
+    /// (`sync::lines`) is held by a snapshot instead. It always descends: the append
+    /// finger would latch the rightmost leaf, ending its line mode.
+    #[inline]
+    pub(crate) fn update_leaf(&self, key: &[u8]) -> Result<(Node, LeafHold<'_>), Restart> {
+        if !self.policy.lines.enabled() {
+            let (node, x) = self.exclusive_leaf(key)?;
+            return Ok((node, LeafHold::Latched(x)));
+        }
+        let r = self.descend(&mut Target::Key(key, 0), &ExclusiveOrLines(self))?;
+        let mut hold = r.guard;
+        if let LeafHold::Latched(x) = &mut hold {
+            self.policy.latched(r.node, x, &self.counters);
+        }
+        Ok((r.node, hold))
+    }
+
     /// [`exclusive_leaf`](Self::exclusive_leaf), or, where the leaf's latch is taken,
     /// `request` handed to its holder (leaf combining, `policy::combining`): `None` when the
     /// holder applied it (its outcome is in the request), else the latched leaf as ever.
@@ -438,6 +499,9 @@ impl TreeCore {
         key: &[u8],
         request: Option<&Request>,
     ) -> Result<Option<(Node, ExclusiveGuard<'_>)>, Restart> {
+        // The finger is a descent too: a call from a closure that holds a latch of this tree
+        // (the rightmost leaf's, it may be) must panic, not wait for itself.
+        reentry::check(self.id());
         let (node, latch) = self.page(self.rightmost_leaf())?;
         let hand_over = || match request {
             Some(r) => {

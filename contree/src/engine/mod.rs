@@ -355,6 +355,8 @@ impl Drop for TreeCore {
     /// A tree that shares its pool gives its pages back; a tree that owns its pool lets the
     /// pool's drop release them.
     fn drop(&mut self) {
+        // Leaves in line mode give their entries of the process-wide table back.
+        crate::sync::lines::release_tree(self.id() as usize);
         if Arc::strong_count(&self.pool) == 1 {
             return;
         }

@@ -9,8 +9,7 @@
 //! 26  flags u16 (HAS_LOWER, HAS_UPPER, PREFIX_FROM_KEYS; bits 8..12: the layout)
 //! 28  lower_off u32               32  upper_off u32      36  upper_child u32 (inner)
 //! 40  prefix_off u32
-//! 44  policy area, 12 bytes: opaque here, owned by `policy` (the leaf policies' state)
-//! 56  8 bytes reserved (zero)
+//! 44  policy area, 20 bytes: opaque here, owned by `policy` (the leaf policies' state)
 //! 64  slot array: `count` slots of 6 bytes { head: u32, offset: u16 }, sorted by key
 //! ... free space ...
 //! heap_top .. page_size: entries and fence keys, growing down from the end of the page
@@ -78,7 +77,8 @@ pub(crate) const DESCENT_PREFETCH: usize = 1024;
 // a clamped loop for smaller pages, which only tests make).
 const _: () = assert!(DESCENT_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// Bytes of the policy area in the header.
-pub(crate) const POLICY_AREA: usize = 12;
+pub(crate) const POLICY_AREA: usize = 20;
+const _: () = assert!(OFF_POLICY + POLICY_AREA == HEADER);
 
 const HAS_LOWER: u16 = 1;
 const HAS_UPPER: u16 = 2;
@@ -697,6 +697,27 @@ impl Node {
                 .append_to(self.header_u32(OFF_PREFIX) as usize, len, out)?;
         }
         self.push_suffix(i, out)
+    }
+
+    /// The inline value bytes of the entry at `e`, writable by an in-place updater of a leaf
+    /// in line mode: the stretch locks `_lock` cover them (`sync::lines`).
+    ///
+    /// # Safety
+    /// `e` was read from this leaf, `_lock` locks the stretches that cover
+    /// `e.value_off..e.value_off + e.value_len`, and the leaf's snapshot validated after
+    /// they were locked: no exclusive holder writes the page until the lock is dropped, no
+    /// other updater writes these bytes, and optimistic readers form no references over
+    /// page bytes.
+    // The lock is the write capability: a `&mut` borrowed from it, as `NodeMut` borrows one
+    // from an exclusive guard (the contract above says why it is unique).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn value_in_lines<'l>(
+        &self,
+        e: &EntryLoc,
+        _lock: &'l crate::sync::lines::LineLock,
+    ) -> &'l mut [u8] {
+        // SAFETY: the caller's contract; `slice_mut` asserts the page bounds.
+        unsafe { self.page.slice_mut(e.value_off, e.value_len) }
     }
 
     /// The full key `i`.

@@ -4,6 +4,8 @@
 //! ([`Tree::update_with`], which keeps the value's length and allocates nothing).
 
 use super::write::{serve_waiters, Edit};
+use crate::engine::descent::LeafHold;
+use crate::engine::TreeCore;
 use crate::error::Error;
 use crate::node::NodeMut;
 use crate::policy::Divert;
@@ -63,7 +65,12 @@ impl Tree {
         let Divert::Proceed = core.policy.before_latch(key);
         let mut split_at = None;
         let out = core.retry(|| {
-            let (node, mut x) = core.exclusive_leaf(key)?;
+            let (node, hold) = core.update_leaf(key)?;
+            let mut x = match hold {
+                LeafHold::Latched(x) => x,
+                // In line mode (`sync::lines`): no latch.
+                LeafHold::Lines(snapshot) => return self.update_in_lines(node, snapshot, key, f),
+            };
             if core.side.blocks(key) {
                 return Ok(None);
             }
@@ -75,14 +82,14 @@ impl Tree {
                 return Ok(Some(None));
             }
             let mark = InClosure::enter(core.id(), "update_with");
-            let out = match node.stub(pos)? {
-                None => f.take().map(|f| f(node.value_mut(pos))),
+            let (out, inline) = match node.stub(pos)? {
+                None => (f.take().map(|f| f(node.value_mut(pos))), true),
                 Some(stub) => {
                     // Out of line: the closure changes a copy, written back in place.
                     let mut value = core.blob_value(stub);
                     let out = f.take().map(|f| f(&mut value));
                     core.overwrite_blob(stub, &value);
-                    out
+                    (out, false)
                 }
             };
             drop(mark);
@@ -90,6 +97,8 @@ impl Tree {
             if core.policy.combining.has_waiters(latch) {
                 serve_waiters(core, &mut node, latch, &mut split_at);
             }
+            let switch = inline && split_at.is_none() && core.line_switch(&mut node, latch);
+            TreeCore::line_switched(switch, &mut x);
             Ok(Some(out))
         });
         if let Some(sep) = split_at {

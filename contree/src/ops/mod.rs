@@ -10,6 +10,7 @@ mod collection;
 mod cursor;
 mod drain;
 mod keys;
+mod lines;
 mod pop;
 mod prefix;
 mod read;

@@ -54,6 +54,9 @@ impl Tree {
         core.retry(|| {
             let (leaf, guard) = core.point_leaf(key)?;
             let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
+            if guard.lines() {
+                return self.read_in_lines(leaf, &guard, pos, found, &mut read);
+            }
             let out = read(leaf, pos, found)?;
             guard.validate()?;
             Ok(out)

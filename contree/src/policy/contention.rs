@@ -66,7 +66,7 @@ crate::sync::seam::model_local! {
 
 /// A per-thread xorshift32 draw.
 #[inline]
-fn draw() -> u32 {
+pub(super) fn draw() -> u32 {
     RNG.with(|c| {
         let mut x = c.get();
         if x == 0 {
@@ -306,6 +306,9 @@ mod tests {
                 last_at_end,
                 hot: 1,
                 last_holder: 7,
+                heat: 9,
+                heat_holder: 3,
+                heat_at: 0xdead_beef,
             };
             area.write(&mut node);
             assert_eq!(PolicyArea::read(&node.node()), area);

@@ -18,18 +18,21 @@
 //! * [`may_merge`](LeafPolicies::may_merge): before a leaf is merged or packed by XMerge.
 //!
 //! **State.** Mechanism state that lives on the page is confined to the node header's policy
-//! area (12 bytes), which the node layer treats as opaque and keeps across in-place rebuilds;
+//! area (20 bytes), which the node layer treats as opaque and keeps across in-place rebuilds;
 //! this module alone decides its layout ([`PolicyArea`]). State that only hot leaves need and
-//! that does not fit there will live off the page, keyed by page id.
+//! that does not fit there lives off the page: the stretch versions of a leaf in line mode
+//! (`sync::lines`), keyed by the leaf's latch address.
 
 pub(crate) mod combining;
 mod contention;
+mod lines;
 
 use crate::config::Config;
 use crate::node::{Node, NodeMut, POLICY_AREA};
 use crate::sync::{ExclusiveGuard, StripedCounters};
 pub(crate) use combining::Combining;
 pub(crate) use contention::{append_slack, ContentionSplit};
+pub(crate) use lines::LineDetector;
 
 /// Contention Split: the counting periods a split leaf stays hot (see [`PolicyArea::hot`]).
 pub(crate) const HOT_PERIODS: u16 = 4;
@@ -51,12 +54,18 @@ pub(crate) struct PolicyArea {
     pub hot: u16,
     /// `latch-stats`: the thread id of the last exclusive holder (0: none).
     pub last_holder: u32,
+    /// Line mode's detector (`lines`): handoffs seen among recent sampled updates.
+    pub heat: u16,
+    /// Line mode's detector: the thread tag of the last sampled update (0: none).
+    pub heat_holder: u16,
+    /// Line mode's detector: when the last sampled update came (`lines::clock_us`).
+    pub heat_at: u32,
 }
 
 impl PolicyArea {
     /// Layout: sampled u16, sampled_slow u16, last slot + 1 in the low 15 bits of a u16 (0:
-    /// none) with `last_at_end` in its top bit, hot periods u16, last holder u32; all
-    /// native-endian. A leaf has fewer than 2^15 slots (pages are at most 64 KiB).
+    /// none) with `last_at_end` in its top bit, hot periods u16, last holder u32, heat u16,
+    /// heat holder u16, heat time u32; all native-endian. A leaf has fewer than 2^15 slots (pages are at most 64 KiB).
     pub(crate) fn read(node: &Node) -> PolicyArea {
         let a = node.policy_area();
         let u16_at = |i: usize| u16::from_ne_bytes([a[i], a[i + 1]]);
@@ -67,6 +76,9 @@ impl PolicyArea {
             last_at_end: u16_at(4) & 0x8000 != 0,
             hot: u16_at(6),
             last_holder: u32::from_ne_bytes([a[8], a[9], a[10], a[11]]),
+            heat: u16_at(12),
+            heat_holder: u16_at(14),
+            heat_at: u32::from_ne_bytes([a[16], a[17], a[18], a[19]]),
         }
     }
 
@@ -79,6 +91,9 @@ impl PolicyArea {
         a[4..6].copy_from_slice(&last.to_ne_bytes());
         a[6..8].copy_from_slice(&self.hot.to_ne_bytes());
         a[8..12].copy_from_slice(&self.last_holder.to_ne_bytes());
+        a[12..14].copy_from_slice(&self.heat.to_ne_bytes());
+        a[14..16].copy_from_slice(&self.heat_holder.to_ne_bytes());
+        a[16..20].copy_from_slice(&self.heat_at.to_ne_bytes());
         node.set_policy_area(a);
     }
 }
@@ -103,6 +118,8 @@ pub(crate) struct LeafPolicies {
     contention: ContentionSplit,
     /// Leaf-level combining (`Config::combining`).
     pub(crate) combining: Combining,
+    /// Line mode's detector (`Config::line_mode`).
+    pub(crate) lines: LineDetector,
 }
 
 impl LeafPolicies {
@@ -110,6 +127,7 @@ impl LeafPolicies {
         LeafPolicies {
             contention: ContentionSplit::new(config),
             combining: Combining::new(config.combining),
+            lines: LineDetector::new(config.line_mode),
         }
     }
 

@@ -9,7 +9,9 @@
 //!   reader that overlapped the write fails validation.
 //!
 //! Word layout (low to high): bit 0 `EXCLUSIVE`, bit 1 `PARKED` (some thread sleeps on this
-//! latch), bits 2..18 the shared count, bits 18..64 the version. The version only ever grows,
+//! latch), bits 2..17 the shared count, bit 17 `LINES` (the leaf is in line mode: in-place
+//! updates take stretch locks instead of the latch, see `sync::lines`), bits 18..64 the
+//! version. The version only ever grows,
 //! which is what lets a page be freed and reused while optimistic readers still hold its id.
 //!
 //! A thread that cannot acquire a mode at once spins briefly and then parks on the latch's
@@ -20,13 +22,15 @@
 //! The guards carry the mode in their type: node writes need an `ExclusiveGuard`, so an
 //! optimistic or shared holder cannot modify a node by mistake.
 
-use crate::sync::{fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
+use crate::sync::{drain_lines, fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
 
 const EXCLUSIVE: u64 = 1;
 const PARKED: u64 = 1 << 1;
 const SHARED_SHIFT: u32 = 2;
 const SHARED_ONE: u64 = 1 << SHARED_SHIFT;
-const SHARED_MASK: u64 = 0xFFFF << SHARED_SHIFT;
+const SHARED_MASK: u64 = 0x7FFF << SHARED_SHIFT;
+/// Line mode (`sync::lines`): set and cleared under the exclusive latch.
+const LINES: u64 = 1 << 17;
 const VERSION_ONE: u64 = 1 << 18;
 const VERSION_MASK: u64 = !(VERSION_ONE - 1);
 /// Busy-wait rounds before a waiter parks. Short: on an oversubscribed machine the holder is
@@ -122,7 +126,7 @@ impl HybridLatch {
         if s & EXCLUSIVE == 0 {
             return OptimisticGuard {
                 latch: self,
-                version: s & VERSION_MASK,
+                version: s & (VERSION_MASK | LINES),
                 slow_path: false,
             };
         }
@@ -137,7 +141,7 @@ impl HybridLatch {
             if s & EXCLUSIVE == 0 {
                 return OptimisticGuard {
                     latch: self,
-                    version: s & VERSION_MASK,
+                    version: s & (VERSION_MASK | LINES),
                     slow_path: true,
                 };
             }
@@ -149,16 +153,33 @@ impl HybridLatch {
         let s = self.state.load(Ordering::Acquire);
         (s & EXCLUSIVE == 0).then_some(OptimisticGuard {
             latch: self,
-            version: s & VERSION_MASK,
+            version: s & (VERSION_MASK | LINES),
             slow_path: false,
         })
     }
 
-    /// Acquires the latch in shared mode, waiting while a writer holds it.
+    /// Acquires the latch in shared mode, waiting while a writer holds it. Ends line mode
+    /// (`sync::lines`) first: the holder may read any byte of a stable node.
     pub fn shared(&self) -> SharedGuard<'_> {
+        self.shared_inner(true)
+    }
+
+    /// [`shared`](Self::shared) that leaves line mode on: for a holder that reads the
+    /// node's structure and keys only, never inline value bytes, which in-place updaters
+    /// of a leaf in line mode write without the latch (`Tree::stats`).
+    pub(crate) fn shared_keeping_lines(&self) -> SharedGuard<'_> {
+        self.shared_inner(false)
+    }
+
+    fn shared_inner(&self, end_lines: bool) -> SharedGuard<'_> {
         let mut slow_path = false;
         loop {
             let s = self.state.load(Ordering::Relaxed);
+            if end_lines && s & LINES != 0 {
+                // A shared holder expects a stable leaf: line mode ends first.
+                drop(self.exclusive());
+                continue;
+            }
             if s & EXCLUSIVE == 0 && s & SHARED_MASK != SHARED_MASK {
                 if self
                     .state
@@ -188,7 +209,7 @@ impl HybridLatch {
                 .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
         {
-            return ExclusiveGuard::acquired(self, false);
+            return ExclusiveGuard::acquired(self, s, false);
         }
         self.exclusive_slow()
     }
@@ -203,7 +224,7 @@ impl HybridLatch {
                     .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    return ExclusiveGuard::acquired(self, true);
+                    return ExclusiveGuard::acquired(self, s, true);
                 }
                 continue;
             }
@@ -244,7 +265,32 @@ impl HybridLatch {
         self.state
             .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| ExclusiveGuard::acquired(self, false))
+            .map(|_| ExclusiveGuard::acquired(self, s, false))
+    }
+
+    /// [`try_exclusive`](Self::try_exclusive) for an in-place updater: a free latch in line
+    /// mode (`sync::lines`) gives a snapshot instead (`Err`), since such an update takes no
+    /// latch. `Ok(None)` when somebody holds the latch.
+    #[inline]
+    pub(crate) fn try_exclusive_or_lines(
+        &self,
+    ) -> Result<Option<ExclusiveGuard<'_>>, OptimisticGuard<'_>> {
+        let s = self.state.load(Ordering::Acquire);
+        if s & (EXCLUSIVE | SHARED_MASK) != 0 {
+            return Ok(None);
+        }
+        if s & LINES != 0 {
+            return Err(OptimisticGuard {
+                latch: self,
+                version: s & (VERSION_MASK | LINES),
+                slow_path: false,
+            });
+        }
+        Ok(self
+            .state
+            .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| ExclusiveGuard::acquired(self, s, false)))
     }
 
     /// Takes the latch of a free page whose memory is about to be given back to the system
@@ -279,11 +325,30 @@ impl HybridLatch {
         if s & (EXCLUSIVE | SHARED_MASK) != 0 {
             return false;
         }
+        // `LINES` is gone: the page's last exclusive holder ended line mode.
         let version = (s & VERSION_MASK).max(floor & VERSION_MASK);
         let new = version.wrapping_add(VERSION_ONE) | (s & PARKED);
         self.state
             .compare_exchange(s, new, Ordering::Release, Ordering::Relaxed)
             .is_ok()
+    }
+
+    /// Ends line mode if the latch can be had at once (an exclusive acquisition does it); a
+    /// snapshot that met line mode calls it before it restarts.
+    #[cold]
+    fn end_lines(&self) {
+        drop(self.try_exclusive());
+    }
+
+    /// Ends line mode under the exclusive latch just acquired: waits for the in-place
+    /// updates under way (the `SeqCst` fence pairs with the one an updater issues between
+    /// locking its stretches and checking this latch), then clears `LINES`.
+    #[cold]
+    #[inline(never)]
+    fn drain_lines(&self) {
+        fence(Ordering::SeqCst);
+        drain_lines(self as *const HybridLatch as usize);
+        self.state.fetch_and(!LINES, Ordering::Relaxed);
     }
 
     fn release_exclusive(&self) {
@@ -318,11 +383,41 @@ pub struct OptimisticGuard<'a> {
 impl<'a> OptimisticGuard<'a> {
     /// Succeeds if no writer has held the latch since the snapshot was taken: everything
     /// read in between is consistent.
+    ///
+    /// A snapshot taken in line mode never validates here: in-place updates changed value
+    /// bytes without the latch, and this check cannot tell which the reader read. The
+    /// failure ends line mode if the latch is free (see `sync::lines`), so that the retry
+    /// finds an ordinary leaf. Point reads check the stretches they read instead
+    /// ([`validate_keys`](Self::validate_keys) plus `sync::lines`).
     #[inline]
     pub fn validate(&self) -> Result<(), Restart> {
         fence(Ordering::Acquire);
         let s = self.latch.state.load(Ordering::Relaxed);
         if s & (VERSION_MASK | EXCLUSIVE) == self.version {
+            Ok(())
+        } else {
+            if self.version & LINES != 0 {
+                self.latch.end_lines();
+            }
+            Err(Restart)
+        }
+    }
+
+    /// Whether the snapshot found the leaf in line mode (`sync::lines`).
+    #[inline]
+    pub fn lines(&self) -> bool {
+        self.version & LINES != 0
+    }
+
+    /// [`validate`](Self::validate) for a snapshot taken in line mode: succeeds if no writer
+    /// latched the leaf since. The leaf's keys, slots and layout are then as read; value
+    /// bytes may have changed in place, so a reader of values checks the stretches it read
+    /// too (`sync::lines`).
+    #[inline]
+    pub fn validate_keys(&self) -> Result<(), Restart> {
+        fence(Ordering::Acquire);
+        let s = self.latch.state.load(Ordering::Relaxed);
+        if s & (VERSION_MASK | EXCLUSIVE) == self.version & !LINES {
             Ok(())
         } else {
             Err(Restart)
@@ -344,9 +439,11 @@ impl<'a> OptimisticGuard<'a> {
     pub fn upgrade_exclusive(self) -> Result<ExclusiveGuard<'a>, Restart> {
         let latch = self.latch;
         let mut slow_path = self.slow_path;
+        // The latch ends line mode when it is acquired, as any exclusive acquisition does.
+        let version = self.version & !LINES;
         loop {
             let s = latch.state.load(Ordering::Relaxed);
-            if s & (VERSION_MASK | EXCLUSIVE) != self.version {
+            if s & (VERSION_MASK | EXCLUSIVE) != version {
                 return Err(Restart);
             }
             if s & SHARED_MASK == 0 {
@@ -355,14 +452,13 @@ impl<'a> OptimisticGuard<'a> {
                     .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    return Ok(ExclusiveGuard::acquired(latch, slow_path));
+                    return Ok(ExclusiveGuard::acquired(latch, s, slow_path));
                 }
                 // Another thread may have latched it; look again.
                 slow_path = true;
                 continue;
             }
             slow_path = true;
-            let version = self.version;
             wait_while(latch, |s| {
                 s & SHARED_MASK != 0 && s & (VERSION_MASK | EXCLUSIVE) == version
             });
@@ -372,7 +468,7 @@ impl<'a> OptimisticGuard<'a> {
     /// Like [`upgrade_exclusive`](Self::upgrade_exclusive) but never waits.
     pub fn try_upgrade_exclusive(self) -> Result<Option<ExclusiveGuard<'a>>, Restart> {
         let s = self.latch.state.load(Ordering::Relaxed);
-        if s & (VERSION_MASK | EXCLUSIVE) != self.version {
+        if s & (VERSION_MASK | EXCLUSIVE) != self.version & !LINES {
             return Err(Restart);
         }
         if s & SHARED_MASK != 0 {
@@ -384,7 +480,7 @@ impl<'a> OptimisticGuard<'a> {
             Ordering::Acquire,
             Ordering::Relaxed,
         ) {
-            Ok(_) => Ok(Some(ExclusiveGuard::acquired(self.latch, false))),
+            Ok(_) => Ok(Some(ExclusiveGuard::acquired(self.latch, s, false))),
             Err(_) => Err(Restart),
         }
     }
@@ -392,6 +488,11 @@ impl<'a> OptimisticGuard<'a> {
     /// Turns the read into a shared latch if nothing changed since the snapshot.
     pub fn upgrade_shared(self) -> Result<SharedGuard<'a>, Restart> {
         let latch = self.latch;
+        if self.version & LINES != 0 {
+            // As `validate`: a shared holder expects a stable leaf.
+            latch.end_lines();
+            return Err(Restart);
+        }
         loop {
             let s = latch.state.load(Ordering::Relaxed);
             if s & (VERSION_MASK | EXCLUSIVE) != self.version || s & SHARED_MASK == SHARED_MASK {
@@ -451,10 +552,22 @@ impl<'a> ExclusiveGuard<'a> {
     /// its acquire fence (in `validate`) is guaranteed to see the exclusive bit or a newer
     /// version, and fails validation (the seqlock writer protocol). Without it a reader could
     /// validate a torn read on weakly ordered CPUs; the loom model found this.
+    ///
+    /// `s` is the word the acquiring CAS replaced: with `LINES` set, line mode ends here,
+    /// before the holder reads or writes anything (`sync::lines`).
     #[inline]
-    fn acquired(latch: &'a HybridLatch, slow_path: bool) -> Self {
+    fn acquired(latch: &'a HybridLatch, s: u64, slow_path: bool) -> Self {
         fence(Ordering::Release);
+        if s & LINES != 0 {
+            latch.drain_lines();
+        }
         ExclusiveGuard { latch, slow_path }
+    }
+
+    /// Puts the leaf into line mode (`sync::lines`; the caller has taken its table entry).
+    /// In-place updates stop taking the latch once it is released.
+    pub(crate) fn set_lines(&mut self) {
+        self.latch.state.fetch_or(LINES, Ordering::Relaxed);
     }
 
     /// Whether the acquisition had to wait (spin or sleep) for another holder.

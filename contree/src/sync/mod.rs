@@ -1,5 +1,6 @@
-//! Synchronisation: the hybrid latch and its guards ([`latch`]), the waiting primitives it
-//! is built on (`parking`), and the tree's striped counters (`striped`).
+//! Synchronisation: the hybrid latch and its guards ([`latch`]), the line locks of hot
+//! leaves in line mode ([`lines`]), the waiting primitives they are built on (`parking`), and
+//! the tree's striped counters (`striped`).
 //!
 //! `latch` imports everything it shares between threads from this module (atomics, fences,
 //! parking), so that the loom model (`tests/loom_latch.rs`) compiles the very same file
@@ -14,6 +15,7 @@ mod backoff;
 pub(crate) mod latch;
 #[cfg(test)]
 mod latch_tests;
+pub(crate) mod lines;
 mod parking;
 pub(crate) mod reentry;
 pub(crate) mod seam;
@@ -21,5 +23,6 @@ mod striped;
 
 pub(crate) use backoff::Backoff;
 pub(crate) use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
+pub(crate) use lines::drain as drain_lines;
 pub(crate) use parking::{fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
 pub(crate) use striped::{Counter, StripedCounters};

@@ -33,9 +33,15 @@ pub(crate) enum Counter {
     CombineBatches,
     /// Inserts and removals the side structure took instead of the tree (`side`).
     SideDiverted,
+    /// Leaves switched to line mode (`sync::lines`).
+    LineSwitches,
+    /// In-place updates made in line mode, without the leaf latch.
+    LineUpdates,
+    /// Updates in line mode that waited for a stretch another updater held.
+    LineConflicts,
 }
 
-const COUNTERS: usize = 8;
+const COUNTERS: usize = 11;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

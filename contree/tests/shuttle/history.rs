@@ -204,7 +204,7 @@ fn step(state: &Val, op: &Op, res: &Res) -> Option<Val> {
         Op::Update => match state {
             Some(v) => {
                 let mut n = v.clone();
-                n[0] = !n[0];
+                flip_ends(&mut n);
                 expect(Res::Len(Some(v.len())), Some(n))
             }
             None => expect(Res::Len(None), None),
@@ -293,4 +293,13 @@ fn search(evs: &[&Event], done: u128, state: &Val, failed: &mut HashSet<(u128, V
     }
     failed.insert((done, state.clone()));
     false
+}
+
+/// What `update_with` does in the models: flips the first byte and the last (a value in a
+/// leaf in line mode spans several stretches: a torn read shows one flipped alone).
+pub fn flip_ends(v: &mut [u8]) {
+    v[0] = !v[0];
+    if let Some(last) = v.len().checked_sub(1).filter(|&l| l > 0) {
+        v[last] = !v[last];
+    }
 }

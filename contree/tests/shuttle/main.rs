@@ -26,7 +26,7 @@
 
 mod history;
 
-use contree::{Config, Error, Tree};
+use contree::{Config, Error, LineMode, Tree};
 use history::{check_linearizable, Event, History, Op, Res};
 use shuttle::rand::{thread_rng, Rng};
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
@@ -62,6 +62,8 @@ struct Model {
     /// marked hot before the threads start, and every odd thread marks the leaf of a key it
     /// picks before one of its operations, chosen at random.
     mark_hot: bool,
+    /// Extra weight of `update_with` among point writes (each of the eight kinds weighs 1).
+    update_bias: u32,
 }
 
 /// Totals over all executions of a model (std atomics: read outside the executions).
@@ -77,6 +79,8 @@ struct Totals {
     max_height: AtomicU64,
     ops_combined: AtomicU64,
     side_diverted: AtomicU64,
+    line_updates: AtomicU64,
+    line_exits: AtomicU64,
 }
 
 /// The seed of the schedulers' sequence of schedules: fixed by default, so that the default
@@ -192,7 +196,7 @@ fn point_op(
         history.run(thread, i, Op::Get, || Res::Val(tree.get(k)));
         return;
     }
-    match rng.gen_range(0..8) {
+    match rng.gen_range(0..8 + model.update_bias) {
         0 | 1 => {
             let v = value(seq);
             history.run(thread, i, Op::Insert(v.clone()), || {
@@ -202,13 +206,19 @@ fn point_op(
         2 => {
             history.run(thread, i, Op::Remove, || Res::Val(tree.remove(k)));
         }
-        3 => {
+        3 | 8.. => {
             history.run(thread, i, Op::Update, || {
                 Res::Len(tree.update_with(k, |v| {
                     for _ in 0..model.holder_yields {
                         shuttle::thread::yield_now();
                     }
+                    // `history::flip_ends`, with a yield between its two bytes: a reader
+                    // that runs then and accepts the value has read a torn one.
                     v[0] = !v[0];
+                    if let Some(last) = v.len().checked_sub(1).filter(|&l| l > 0) {
+                        shuttle::thread::yield_now();
+                        v[last] = !v[last];
+                    }
                     v.len()
                 }))
             });
@@ -241,7 +251,7 @@ fn point_op(
                 failed(tree.insert_if_absent(k, &v), Res::Bool)
             });
         }
-        _ => {
+        7 => {
             history.run(thread, i, Op::RemoveIfEven, || {
                 Res::Val(tree.remove_if(k, |v| v[0] % 2 == 0))
             });
@@ -501,6 +511,10 @@ fn execution(model: &Model, totals: &Totals) {
     totals
         .side_diverted
         .fetch_add(s.side_diverted, Ordering::Relaxed);
+    totals
+        .line_updates
+        .fetch_add(s.line_updates, Ordering::Relaxed);
+    totals.line_exits.fetch_add(s.line_exits, Ordering::Relaxed);
 }
 
 /// Runs `body` under [`iterations`] schedules of the random scheduler and as many of the
@@ -533,7 +547,7 @@ fn check(model: Model) -> Arc<Totals> {
     eprintln!(
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
-         {} diverted to the side structure",
+         {} diverted to the side structure, {} updates in line mode, {} line mode exits",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -544,6 +558,8 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.max_height),
         get(&totals.ops_combined),
         get(&totals.side_diverted),
+        get(&totals.line_updates),
+        get(&totals.line_exits),
     );
     totals
 }
@@ -564,6 +580,7 @@ fn splits_and_merges() {
         weights: [6, 2, 2, 0],
         holder_yields: 0,
         mark_hot: false,
+        update_bias: 0,
     });
     assert!(totals.splits.load(Ordering::Relaxed) > 0);
     assert!(totals.merges.load(Ordering::Relaxed) > 0);
@@ -585,6 +602,7 @@ fn long_keys_and_out_of_line_values() {
         weights: [6, 2, 2, 0],
         holder_yields: 0,
         mark_hot: false,
+        update_bias: 0,
     });
     assert!(totals.out_of_line.load(Ordering::Relaxed) > 0);
     assert!(totals.splits.load(Ordering::Relaxed) > 0);
@@ -612,6 +630,7 @@ fn contention_split() {
         weights: [7, 1, 2, 0],
         holder_yields: 0,
         mark_hot: false,
+        update_bias: 0,
     });
     assert!(totals.contention_splits.load(Ordering::Relaxed) > 0);
 }
@@ -638,8 +657,38 @@ fn leaf_combining() {
         weights: [9, 1, 1, 0],
         holder_yields: 100,
         mark_hot: false,
+        update_bias: 0,
     });
     assert!(totals.ops_combined.load(Ordering::Relaxed) > 0);
+}
+
+/// Line mode (`LineMode::Always`): every leaf updated in place under its latch switches,
+/// later updates lock stretches of 8 bytes (512-byte pages) instead of the latch and hold
+/// them for 2 yields, point reads check the stretches they read, and inserts, removals,
+/// atomic operations, scans and `compact()` end line mode on the way; every result must be
+/// linearizable for its key (an update flips a value's first and last bytes, so a torn read
+/// is a value never written).
+#[test]
+fn line_mode() {
+    let totals = check(Model {
+        config: Config {
+            line_mode: LineMode::Always,
+            ..small_config()
+        },
+        keys: 60,
+        long_keys: false,
+        initially: |i| i % 5 != 4,
+        threads: 3,
+        ops_per_thread: 8,
+        hot: 20..26,
+        max_value: 40,
+        weights: [8, 4, 1, 1],
+        holder_yields: 2,
+        mark_hot: false,
+        update_bias: 16,
+    });
+    assert!(totals.line_updates.load(Ordering::Relaxed) > 0);
+    assert!(totals.line_exits.load(Ordering::Relaxed) > 0);
 }
 
 /// The side structure for hot ranges: inserts and removals of the hot window's keys go to
@@ -667,6 +716,7 @@ fn side_structure() {
         weights: [8, 3, 1, 1],
         holder_yields: 0,
         mark_hot: true,
+        update_bias: 0,
     });
     assert!(totals.side_diverted.load(Ordering::Relaxed) > 0);
 }
@@ -691,6 +741,7 @@ fn xmerge_beside_writers() {
         weights: [5, 2, 2, 2],
         holder_yields: 0,
         mark_hot: false,
+        update_bias: 0,
     });
     assert!(totals.xmerges.load(Ordering::Relaxed) > 0);
 }
@@ -714,6 +765,7 @@ fn memory_budget() {
         weights: [7, 1, 2, 1],
         holder_yields: 0,
         mark_hot: false,
+        update_bias: 0,
     });
     assert!(totals.out_of_space.load(Ordering::Relaxed) > 0);
 }

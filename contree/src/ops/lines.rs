@@ -1,0 +1,121 @@
+//! The data path of line mode (`sync::lines`): in-place updates and point reads of a leaf in
+//! line mode, and the switch into it after a latched update.
+
+use crate::engine::TreeCore;
+use crate::node::{Node, NodeMut};
+use crate::sync::lines::{self, LineLock};
+use crate::sync::reentry::InClosure;
+use crate::sync::{Counter, ExclusiveGuard, OptimisticGuard, Restart};
+use crate::Tree;
+
+impl Tree {
+    /// [`update_with`](Tree::update_with) of `key` in the leaf `node`, which its snapshot
+    /// `snapshot` found in line mode: `f` runs on the value under the locks of the stretches
+    /// it covers, with no latch. `Ok(None)` if the key lies in a hot range of the side
+    /// structure (as the latched path answers); a value stored out of line ends line mode
+    /// (`validate` does) and restarts, to take the latched path.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn update_in_lines<F: FnOnce(&mut [u8]) -> R, R>(
+        &self,
+        node: Node,
+        snapshot: OptimisticGuard<'_>,
+        key: &[u8],
+        f: &mut Option<F>,
+    ) -> Result<Option<Option<R>>, Restart> {
+        let core = &*self.core;
+        if core.side.blocks(key) {
+            return Ok(None);
+        }
+        let (pos, found) = node.lower_bound(key, core.directory())?;
+        if !found {
+            snapshot.validate_keys()?;
+            return Ok(Some(None));
+        }
+        let e = node.entry(pos)?;
+        if e.stub {
+            snapshot.validate()?;
+            return Err(Restart);
+        }
+        let entry = lines::find(snapshot.latch() as *const _ as usize).ok_or(Restart)?;
+        let span = lines::span(e.value_off, e.value_len, node.page_size());
+        let (lock, waited) = LineLock::lock(entry, span);
+        if waited {
+            core.counters.add(Counter::LineConflicts, 1);
+        }
+        // The fence in `lock` orders this look after the locks: if no writer latched the
+        // leaf since the snapshot, none will write it before the lock is dropped, and `e`
+        // is still where the value lies.
+        snapshot.validate_keys()?;
+        let mark = InClosure::enter(core.id(), "update_with");
+        // SAFETY: `e` was read from `node`, `lock` covers its value bytes and the snapshot
+        // validated after they were locked (`value_in_lines`'s contract).
+        let value = unsafe { node.value_in_lines(&e, &lock) };
+        let out = f.take().map(|f| f(value));
+        drop(mark);
+        drop(lock);
+        core.counters.add(Counter::LineUpdates, 1);
+        Ok(Some(out))
+    }
+
+    /// The tail of a point read whose leaf snapshot found line mode: `read` runs, then the
+    /// stretches of the value it read are checked unchanged (and unlocked before), and the
+    /// leaf's snapshot validated for its keys.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn read_in_lines<T>(
+        &self,
+        leaf: Node,
+        guard: &OptimisticGuard<'_>,
+        pos: usize,
+        found: bool,
+        read: impl FnOnce(Node, usize, bool) -> Result<T, Restart>,
+    ) -> Result<T, Restart> {
+        let entry = lines::find(guard.latch() as *const _ as usize).ok_or(Restart)?;
+        let span = match found {
+            true => {
+                let e = leaf.entry(pos)?;
+                Some(lines::span(e.value_off, e.value_len, leaf.page_size()))
+            }
+            false => None,
+        };
+        let sum = match span {
+            Some(span) => lines::snapshot(entry, span)?,
+            None => 0,
+        };
+        let out = read(leaf, pos, found)?;
+        if let Some(span) = span {
+            if !lines::unchanged(entry, span, sum) {
+                return Err(Restart);
+            }
+        }
+        guard.validate_keys()?;
+        Ok(out)
+    }
+}
+
+impl TreeCore {
+    /// After an in-place update of an inline value of the latched leaf `node`: asks the
+    /// detector whether the leaf switches to line mode, and if it does, takes its table
+    /// entry. Returns whether the caller sets the bit ([`ExclusiveGuard::set_lines`]) before
+    /// it releases the latch.
+    #[inline]
+    pub(crate) fn line_switch(&self, node: &mut NodeMut, latch: usize) -> bool {
+        if !self.policy.lines.after_update(node) {
+            return false;
+        }
+        let claimed = lines::claim(latch, self.id() as usize).is_some();
+        if claimed {
+            self.counters.add(Counter::LineSwitches, 1);
+        }
+        claimed
+    }
+
+    /// Sets the line-mode bit if [`line_switch`](Self::line_switch) said so.
+    #[inline]
+    pub(crate) fn line_switched(switch: bool, x: &mut ExclusiveGuard) {
+        if switch {
+            x.set_lines();
+        }
+    }
+}

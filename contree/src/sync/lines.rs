@@ -1,0 +1,274 @@
+//! Line locks of hot leaves: Eunomia's per-cache-line conflict detection
+//! (`eunomia-contended-index.md` §4.2), in software.
+//!
+//! Under HTM a transaction conflicts only with writers of the cache lines it touched. The
+//! hybrid latch has one version per leaf instead, so every update of a hot leaf takes the
+//! leaf's latch word (a cache-line transfer between cores) and makes every optimistic reader
+//! of that leaf, whatever key it reads, validate against a changed word. A leaf in **line
+//! mode** (the latch's `LINES` bit) has a second level of versions, one per stretch of
+//! `page_size / LINES` bytes of its page (64 bytes for 4 KiB pages), each on its own cache
+//! line in a process-wide table:
+//!
+//! * **An in-place update** (the value keeps its length, `Tree::update_with`) takes no latch
+//!   at all. It reads the leaf optimistically, locks the versions of the stretches its
+//!   value covers (odd = locked; in ascending order), issues a `SeqCst` fence, checks that
+//!   the leaf's version did not change and nobody latched it, writes the value and unlocks
+//!   (the version moves on by one more, back to even).
+//! * **A point read** of a leaf in line mode checks the versions of the stretches of the
+//!   value it copies (even before, unchanged after) and the leaf's version. A reader of
+//!   another key never notices the update.
+//! * **Every other access** to the leaf goes through its latch. Any exclusive acquisition of
+//!   a latch with `LINES` set ends line mode first, in `ExclusiveGuard::acquired`: it issues
+//!   a `SeqCst` fence, waits until no stretch is locked, gives the table entry back and
+//!   clears the bit ([`drain`]). The fences on both sides make sure that either the
+//!   updater sees the exclusive bit (and unlocks without writing) or the acquirer sees the
+//!   locked stretch (and waits for it). A shared acquisition ends line mode the same way,
+//!   and an optimistic guard taken in line mode fails the ordinary `validate` (which cannot
+//!   know which stretches the reader read): structure changes, scans and every other reader
+//!   stay as they are, at the price of ending line mode when they meet it.
+//!
+//! The table is process-wide because the latch, which must find a leaf's entry when it ends
+//! line mode, knows only its own address: an entry is found by hashing the latch address
+//! and probing [`PROBE`] entries. A leaf enters line mode under its exclusive latch
+//! ([`claim`]); a tree gives its entries back when it is dropped ([`release_tree`]). Version
+//! words only grow, so a reader that matched an entry just given to another leaf fails its
+//! leaf validation, never accepts torn bytes.
+
+use crate::sync::seam::{fence, yield_now, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{spin_hint, Restart};
+
+/// Entries of the process-wide table: leaves in line mode at once, over all trees.
+pub(crate) const ENTRIES: usize = 128;
+/// Versions per entry: a leaf's page is cut into this many stretches of equal length.
+pub(crate) const LINES: usize = 64;
+/// Entries probed from a latch address's home entry.
+const PROBE: usize = 4;
+
+/// One version word on its own cache line.
+#[repr(align(64))]
+struct Line(AtomicU64);
+
+/// The table. Untouched entries cost no memory: the statics are zero pages until used.
+struct Table {
+    /// The latch address of the leaf that owns each entry (0: free).
+    owners: [AtomicUsize; ENTRIES],
+    /// The tree each entry's leaf belongs to (`TreeCore::id`).
+    trees: [AtomicUsize; ENTRIES],
+    lines: [[Line; LINES]; ENTRIES],
+}
+
+static TABLE: Table = Table {
+    owners: [const { AtomicUsize::new(0) }; ENTRIES],
+    trees: [const { AtomicUsize::new(0) }; ENTRIES],
+    lines: [const { [const { Line(AtomicU64::new(0)) }; LINES] }; ENTRIES],
+};
+
+/// The entry a latch address hashes to first.
+#[inline]
+fn home(addr: usize) -> usize {
+    ((addr as u64 >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize % ENTRIES
+}
+
+/// The entry of the leaf whose latch is at `addr`, if it is in line mode.
+#[inline]
+pub(crate) fn find(addr: usize) -> Option<usize> {
+    let h = home(addr);
+    (0..PROBE)
+        .map(|i| (h + i) % ENTRIES)
+        .find(|&e| TABLE.owners[e].load(Ordering::Acquire) == addr)
+}
+
+/// Takes an entry for the leaf whose latch is at `addr` in tree `tree`; the caller holds
+/// that latch exclusively and sets its `LINES` bit after. `None` when every entry the
+/// address may use is taken.
+pub(crate) fn claim(addr: usize, tree: usize) -> Option<usize> {
+    let h = home(addr);
+    (0..PROBE).map(|i| (h + i) % ENTRIES).find(|&e| {
+        let claimed = TABLE.owners[e]
+            .compare_exchange(0, addr, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok();
+        if claimed {
+            TABLE.trees[e].store(tree, Ordering::Relaxed);
+        }
+        claimed
+    })
+}
+
+/// Entries taken by leaves of `tree` (`Stats::hot_leaves`).
+pub(crate) fn count_tree(tree: usize) -> usize {
+    (0..ENTRIES)
+        .filter(|&e| {
+            TABLE.owners[e].load(Ordering::Acquire) != 0
+                && TABLE.trees[e].load(Ordering::Relaxed) == tree
+        })
+        .count()
+}
+
+/// Gives back every entry of `tree`, which is being dropped (nobody uses its pages).
+pub(crate) fn release_tree(tree: usize) {
+    for e in 0..ENTRIES {
+        if TABLE.trees[e].load(Ordering::Relaxed) == tree {
+            TABLE.trees[e].store(0, Ordering::Relaxed);
+            TABLE.owners[e].store(0, Ordering::Release);
+        }
+    }
+}
+
+/// Ends line mode of the leaf whose latch is at `addr`: the caller has just latched it
+/// exclusively (and issued a `SeqCst` fence after), then clears the bit. Waits until no
+/// stretch is locked, then gives the entry back.
+pub(crate) fn drain(addr: usize) {
+    let Some(e) = find(addr) else {
+        return;
+    };
+    for line in &TABLE.lines[e] {
+        let mut spins = 0u32;
+        while line.0.load(Ordering::Acquire) & 1 != 0 {
+            wait(&mut spins);
+        }
+    }
+    TABLE.trees[e].store(0, Ordering::Relaxed);
+    TABLE.owners[e].store(0, Ordering::Release);
+}
+
+/// One step of waiting for a locked stretch: its holder runs a short closure, but may be
+/// off the CPU.
+#[inline]
+fn wait(spins: &mut u32) {
+    if *spins < 64 {
+        spin_hint();
+        *spins += 1;
+    } else {
+        yield_now();
+    }
+}
+
+/// The stretches that the `len` bytes at `off` of a page of `page_size` bytes cover.
+#[inline]
+pub(crate) fn span(off: usize, len: usize, page_size: usize) -> (usize, usize) {
+    let stretch = (page_size / LINES).max(1);
+    let last = (off + len.max(1) - 1) / stretch;
+    ((off / stretch).min(LINES - 1), last.min(LINES - 1))
+}
+
+/// Spins a reader waits for a locked stretch before it restarts (an update holds one for a
+/// few dozen nanoseconds, unless its thread was preempted).
+const READER_SPINS: u32 = 64;
+
+/// A reader's snapshot of the stretches `first..=last` of entry `e`: the sum of their
+/// versions (versions only grow, so an equal sum later means no change). Waits briefly for a
+/// locked one; `Restart` if it stays locked.
+#[inline]
+pub(crate) fn snapshot(e: usize, (first, last): (usize, usize)) -> Result<u64, Restart> {
+    let mut sum = 0u64;
+    for line in &TABLE.lines[e][first..=last] {
+        let mut spins = 0;
+        let v = loop {
+            let v = line.0.load(Ordering::Acquire);
+            if v & 1 == 0 {
+                break v;
+            }
+            if spins == READER_SPINS {
+                return Err(Restart);
+            }
+            spins += 1;
+            spin_hint();
+        };
+        sum = sum.wrapping_add(v);
+    }
+    Ok(sum)
+}
+
+/// Whether the stretches of a [`snapshot`] are unchanged after the reader's copy.
+#[inline]
+pub(crate) fn unchanged(e: usize, (first, last): (usize, usize), sum: u64) -> bool {
+    fence(Ordering::Acquire);
+    let mut now = 0u64;
+    for line in &TABLE.lines[e][first..=last] {
+        now = now.wrapping_add(line.0.load(Ordering::Relaxed));
+    }
+    now == sum
+}
+
+/// The stretches `first..=last` of entry `e`, locked; unlocked on drop.
+#[derive(Debug)]
+pub(crate) struct LineLock {
+    e: usize,
+    first: usize,
+    last: usize,
+}
+
+impl LineLock {
+    /// Locks the stretches in ascending order, waiting while another updater holds one;
+    /// returns the lock and whether it waited. A `SeqCst` fence follows, so that the caller's
+    /// next look at the leaf latch is ordered after the locks (see the module doc).
+    pub(crate) fn lock(e: usize, (first, last): (usize, usize)) -> (LineLock, bool) {
+        let mut waited = false;
+        for i in first..=last {
+            let line = &TABLE.lines[e][i].0;
+            let mut spins = 0u32;
+            loop {
+                let v = line.load(Ordering::Relaxed);
+                if v & 1 == 0
+                    && line
+                        .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    break;
+                }
+                waited = true;
+                wait(&mut spins);
+            }
+        }
+        fence(Ordering::SeqCst);
+        (LineLock { e, first, last }, waited)
+    }
+}
+
+impl Drop for LineLock {
+    fn drop(&mut self) {
+        for line in &TABLE.lines[self.e][self.first..=self.last] {
+            line.0.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_cover_the_stretches_of_a_value() {
+        assert_eq!(span(0, 1, 4096), (0, 0));
+        assert_eq!(span(60, 8, 4096), (0, 1));
+        assert_eq!(span(4095, 1, 4096), (63, 63));
+        assert_eq!(span(1000, 0, 4096), (15, 15));
+        assert_eq!(span(1024, 2048, 65536), (1, 2));
+    }
+
+    #[test]
+    fn claims_find_and_drain() {
+        // An address no page has (odd): entries of the test only.
+        let addr = 0x7777_0001usize;
+        let e = claim(addr, 42).expect("a free entry");
+        assert_eq!(find(addr), Some(e));
+        assert_eq!(count_tree(42), 1);
+        let s = snapshot(e, (3, 4)).unwrap();
+        {
+            let (_lock, waited) = LineLock::lock(e, (3, 4));
+            assert!(!waited);
+            assert_eq!(snapshot(e, (4, 5)), Err(Restart));
+            assert!(snapshot(e, (5, 6)).is_ok());
+        }
+        assert!(!unchanged(e, (3, 4), s));
+        let s = snapshot(e, (3, 4)).unwrap();
+        assert!(unchanged(e, (3, 4), s));
+        drain(addr);
+        assert_eq!(find(addr), None);
+        assert_eq!(count_tree(42), 0);
+        // release_tree gives back whatever a dropped tree held.
+        claim(addr, 43).unwrap();
+        release_tree(43);
+        assert_eq!(find(addr), None);
+    }
+}

@@ -1,0 +1,247 @@
+//! Line mode for hot leaves (`Config::line_mode`, `src/sync/lines.rs`): in-place updates
+//! without the leaf latch, point reads that check only the stretches they read, and every
+//! other access ending the mode, under concurrent writers, readers and scanners.
+
+use contree::{Config, LineMode, Tree};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+/// A 24-byte counter value: the count three times over, so that a torn read (stretches
+/// of different updates) shows as copies that differ.
+fn counter(n: u64) -> [u8; 24] {
+    let mut v = [0u8; 24];
+    for c in v.chunks_mut(8) {
+        c.copy_from_slice(&n.to_le_bytes());
+    }
+    v
+}
+
+/// The count of a counter value, or a panic if its copies differ.
+fn count_of(v: &[u8]) -> u64 {
+    assert_eq!(v.len(), 24, "counter value of the wrong length");
+    let n = u64::from_le_bytes(v[..8].try_into().unwrap());
+    assert!(
+        v.chunks(8).all(|c| c == n.to_le_bytes()),
+        "torn counter value {v:?}"
+    );
+    n
+}
+
+fn increment(tree: &Tree, k: &[u8]) -> bool {
+    tree.update_with(k, |v| {
+        let n = count_of(v) + 1;
+        v.copy_from_slice(&counter(n));
+    })
+    .is_some()
+}
+
+/// Counters updated by several threads at once, read by point reads and scans while other
+/// threads insert and remove keys of the same leaves (which end line mode, after which the
+/// leaves switch again): no increment is lost, no read sees a torn value, and the tree's
+/// invariants hold at the end.
+#[test]
+fn counters_stay_exact_while_leaves_switch_in_and_out() {
+    let tree = Arc::new(
+        Tree::with_config(Config {
+            line_mode: LineMode::Always,
+            ..Config::default()
+        })
+        .unwrap(),
+    );
+    // Counters on even keys, spread over a few leaves; odd keys come and go.
+    const COUNTERS: u64 = 400;
+    for i in 0..COUNTERS {
+        tree.insert(&key(2 * i), &counter(0)).unwrap();
+    }
+    const UPDATERS: usize = 4;
+    const PER_UPDATER: u64 = 20_000;
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(UPDATERS + 3));
+    let mut handles = Vec::new();
+    for t in 0..UPDATERS as u64 {
+        let (tree, start) = (tree.clone(), start.clone());
+        handles.push(thread::spawn(move || {
+            start.wait();
+            // Mostly the first 40 counters (a hot leaf or two), a few others.
+            let mut x = t * 7919 + 1;
+            for n in 0..PER_UPDATER {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = if n % 8 == 0 {
+                    (x >> 33) % COUNTERS
+                } else {
+                    (x >> 33) % 40
+                };
+                assert!(increment(&tree, &key(2 * i)));
+            }
+        }));
+    }
+    let reads = Arc::new(AtomicU64::new(0));
+    {
+        let (tree, start, stop, reads) = (tree.clone(), start.clone(), stop.clone(), reads.clone());
+        handles.push(thread::spawn(move || {
+            start.wait();
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let v = tree.get(&key(2 * (i % 40))).expect("a counter");
+                count_of(&v);
+                let mut buf = Vec::new();
+                assert!(tree.get_into(&key(2 * ((i + 7) % 40)), &mut buf));
+                count_of(&buf);
+                tree.get_with(&key(2 * ((i + 13) % 40)), count_of).unwrap();
+                assert!(tree.contains_key(&key(2 * (i % COUNTERS))));
+                reads.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+    {
+        let (tree, start, stop) = (tree.clone(), start.clone(), stop.clone());
+        handles.push(thread::spawn(move || {
+            start.wait();
+            while !stop.load(Ordering::Relaxed) {
+                let mut seen = 0;
+                for (k, v) in tree.range(key(0)..key(80)) {
+                    let i = u64::from_be_bytes(k.as_ref().try_into().unwrap());
+                    if i % 2 == 0 {
+                        count_of(&v);
+                        seen += 1;
+                    }
+                }
+                assert_eq!(seen, 40);
+                thread::sleep(Duration::from_millis(2));
+            }
+        }));
+    }
+    {
+        let (tree, start, stop) = (tree.clone(), start.clone(), stop.clone());
+        handles.push(thread::spawn(move || {
+            start.wait();
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let k = key(2 * (i % 40) + 1);
+                tree.insert(&k, b"odd").unwrap();
+                thread::sleep(Duration::from_micros(200));
+                assert_eq!(tree.remove(&k).as_deref(), Some(&b"odd"[..]));
+                i += 1;
+            }
+        }));
+    }
+    for h in handles.drain(..UPDATERS) {
+        h.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.join().unwrap();
+    }
+    let total: u64 = (0..COUNTERS)
+        .map(|i| count_of(&tree.get(&key(2 * i)).unwrap()))
+        .sum();
+    assert_eq!(total, UPDATERS as u64 * PER_UPDATER, "lost increments");
+    assert!(reads.load(Ordering::Relaxed) > 0);
+    let s = tree.stats();
+    assert!(s.line_switches > 0 && s.line_updates > 0, "{s:?}");
+    assert!(s.line_exits > 0, "inserts and scans end line mode: {s:?}");
+    assert_eq!(s.line_switches - s.line_exits, s.hot_leaves as u64);
+    tree.check_invariants().unwrap();
+}
+
+/// The detector (`LineMode::Auto`) switches a leaf that several threads update in place
+/// at once, and leaves alone the leaves one thread updates.
+#[test]
+fn the_detector_switches_leaves_that_threads_share() {
+    let tree = Arc::new(Tree::new());
+    for i in 0..1000 {
+        tree.insert(&key(i), &counter(0)).unwrap();
+    }
+    // One thread alone, as fast as it can: no switch.
+    for n in 0..50_000 {
+        increment(&tree, &key(n % 1000));
+    }
+    assert_eq!(tree.stats().line_switches, 0);
+    // Four threads on the first 16 keys until the leaf switches (or 20 s: a failure).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let handles: Vec<_> = (0..4u64)
+        .map(|t| {
+            let tree = tree.clone();
+            thread::spawn(move || {
+                let mut n = t;
+                while tree.stats_line_switches() == 0 && Instant::now() < deadline {
+                    for _ in 0..1000 {
+                        increment(&tree, &key(n % 16));
+                        n += 3;
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let s = tree.stats();
+    assert!(s.line_switches > 0, "{s:?}");
+    tree.check_invariants().unwrap();
+}
+
+trait LineSwitches {
+    fn stats_line_switches(&self) -> u64;
+}
+
+impl LineSwitches for Tree {
+    fn stats_line_switches(&self) -> u64 {
+        self.stats().line_switches
+    }
+}
+
+/// Line mode's corners: a panicking closure unlocks its stretches, a re-entrant call panics
+/// with the latch's message, a value stored out of line goes back to the latch, and an
+/// update to a key that is absent answers `None`.
+#[test]
+fn panics_reentry_and_large_values_in_line_mode() {
+    let tree = Tree::with_config(Config {
+        line_mode: LineMode::Always,
+        ..Config::default()
+    })
+    .unwrap();
+    for i in 0..100 {
+        tree.insert(&key(i), &counter(i)).unwrap();
+    }
+    assert!(increment(&tree, &key(5)));
+    assert_eq!(tree.stats().hot_leaves, 1);
+    // A panic in the closure: the stretches are unlocked, the bytes written stay written.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tree.update_with(&key(5), |v| {
+            v[..8].copy_from_slice(&99u64.to_le_bytes());
+            panic!("closure panics");
+        })
+    }));
+    assert!(r.is_err());
+    assert_eq!(&tree.get(&key(5)).unwrap()[..8], &99u64.to_le_bytes());
+    tree.update_with(&key(5), |v| v.copy_from_slice(&counter(7)));
+    assert_eq!(count_of(&tree.get(&key(5)).unwrap()), 7);
+    // Re-entry from the closure panics (it would wait for its own stretch).
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tree.update_with(&key(6), |_| tree.get(&key(6)))
+    }));
+    assert!(r.is_err());
+    assert_eq!(count_of(&tree.get(&key(6)).unwrap()), 6);
+    assert_eq!(tree.update_with(&key(1000), |_| ()), None);
+    // An out-of-line value in a leaf in line mode.
+    tree.insert(&key(50), &[3u8; 3000]).unwrap();
+    assert!(increment(&tree, &key(51)));
+    let updates = tree.stats().line_updates;
+    tree.update_with(&key(50), |v| v.fill(4)).unwrap();
+    assert_eq!(tree.get(&key(50)).unwrap(), vec![4u8; 3000]);
+    assert_eq!(tree.stats().line_updates, updates);
+    assert!(increment(&tree, &key(52)));
+    assert!(increment(&tree, &key(52)));
+    assert!(tree.stats().line_updates > updates);
+    tree.check_invariants().unwrap();
+}
