@@ -8,6 +8,15 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// The table of leaves in line mode is process-wide (128 entries, 4 probed per leaf): the
+/// tests of this file run one at a time, so that one test's trees do not take the entries
+/// another expects to get.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
@@ -47,6 +56,7 @@ fn increment(tree: &Tree, k: &[u8]) -> bool {
 /// invariants hold at the end.
 #[test]
 fn counters_stay_exact_while_leaves_switch_in_and_out() {
+    let _serial = serial();
     let tree = Arc::new(
         Tree::with_config(Config {
             line_mode: LineMode::Always,
@@ -157,7 +167,14 @@ fn counters_stay_exact_while_leaves_switch_in_and_out() {
 /// at once, and leaves alone the leaves one thread updates.
 #[test]
 fn the_detector_switches_leaves_that_threads_share() {
-    let tree = Arc::new(Tree::new());
+    let _serial = serial();
+    let tree = Arc::new(
+        Tree::with_config(Config {
+            line_mode: LineMode::Auto,
+            ..Config::default()
+        })
+        .unwrap(),
+    );
     for i in 0..1000 {
         tree.insert(&key(i), &counter(0)).unwrap();
     }
@@ -205,6 +222,7 @@ impl LineSwitches for Tree {
 /// update to a key that is absent answers `None`.
 #[test]
 fn panics_reentry_and_large_values_in_line_mode() {
+    let _serial = serial();
     let tree = Tree::with_config(Config {
         line_mode: LineMode::Always,
         ..Config::default()

@@ -69,9 +69,9 @@ pub const VARIANTS: &[Variant] = &[
         },
     ),
     (
-        "contree-nolines",
-        "contree with line mode for hot leaves off (line_mode = Off)",
-        |shape| build_changed(shape, |c| c.line_mode = LineMode::Off),
+        "contree-autolines",
+        "contree with line mode for hot leaves switched by its detector (line_mode = Auto)",
+        |shape| build_changed(shape, |c| c.line_mode = LineMode::Auto),
     ),
     (
         "contree-lines",
