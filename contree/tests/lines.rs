@@ -190,7 +190,7 @@ fn the_detector_switches_leaves_that_threads_share() {
             let tree = tree.clone();
             thread::spawn(move || {
                 let mut n = t;
-                while tree.stats_line_switches() == 0 && Instant::now() < deadline {
+                while tree.stats().line_switches == 0 && Instant::now() < deadline {
                     for _ in 0..1000 {
                         increment(&tree, &key(n % 16));
                         n += 3;
@@ -205,16 +205,6 @@ fn the_detector_switches_leaves_that_threads_share() {
     let s = tree.stats();
     assert!(s.line_switches > 0, "{s:?}");
     tree.check_invariants().unwrap();
-}
-
-trait LineSwitches {
-    fn stats_line_switches(&self) -> u64;
-}
-
-impl LineSwitches for Tree {
-    fn stats_line_switches(&self) -> u64 {
-        self.stats().line_switches
-    }
 }
 
 /// Line mode's corners: a panicking closure unlocks its stretches, a re-entrant call panics

@@ -729,8 +729,9 @@ impl Node {
 }
 
 /// What entitles its holder to write one page. Implemented by an exclusive latch guard of
-/// that page, an [`OwnerToken`] and the node layer's own scratch buffers; segmented leaves
-/// will add a guard of one segment.
+/// that page, an [`OwnerToken`] and the node layer's own scratch buffers. A narrower right,
+/// to the value bytes of one entry, is a `sync::lines::LineLock` ([`Node::value_in_lines`]);
+/// segmented leaves will add a guard of one segment.
 pub(crate) trait WriteCapability {
     /// Whether this capability covers the page at `addr`.
     fn covers(&self, addr: *mut u8) -> bool;

@@ -5,7 +5,6 @@
 
 use super::write::{serve_waiters, Edit};
 use crate::engine::descent::LeafHold;
-use crate::engine::TreeCore;
 use crate::error::Error;
 use crate::node::NodeMut;
 use crate::policy::Divert;
@@ -98,7 +97,9 @@ impl Tree {
                 serve_waiters(core, &mut node, latch, &mut split_at);
             }
             let switch = inline && split_at.is_none() && core.line_switch(&mut node, latch);
-            TreeCore::line_switched(switch, &mut x);
+            if switch {
+                x.set_lines();
+            }
             Ok(Some(out))
         });
         if let Some(sep) = split_at {

@@ -5,7 +5,7 @@ use crate::engine::TreeCore;
 use crate::node::{Node, NodeMut};
 use crate::sync::lines::{self, LineLock};
 use crate::sync::reentry::InClosure;
-use crate::sync::{Counter, ExclusiveGuard, OptimisticGuard, Restart};
+use crate::sync::{Counter, OptimisticGuard, Restart};
 use crate::Tree;
 
 impl Tree {
@@ -97,7 +97,7 @@ impl Tree {
 impl TreeCore {
     /// After an in-place update of an inline value of the latched leaf `node`: asks the
     /// detector whether the leaf switches to line mode, and if it does, takes its table
-    /// entry. Returns whether the caller sets the bit ([`ExclusiveGuard::set_lines`]) before
+    /// entry. Returns whether the caller sets the bit (`ExclusiveGuard::set_lines`) before
     /// it releases the latch.
     #[inline]
     pub(crate) fn line_switch(&self, node: &mut NodeMut, latch: usize) -> bool {
@@ -109,13 +109,5 @@ impl TreeCore {
             self.counters.add(Counter::LineSwitches, 1);
         }
         claimed
-    }
-
-    /// Sets the line-mode bit if [`line_switch`](Self::line_switch) said so.
-    #[inline]
-    pub(crate) fn line_switched(switch: bool, x: &mut ExclusiveGuard) {
-        if switch {
-            x.set_lines();
-        }
     }
 }
