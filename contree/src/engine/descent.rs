@@ -47,8 +47,8 @@ impl Route for Target<'_> {
             Target::Key(_, l) | Target::Rightmost(l) => l,
         }
     }
-    // Always: a descent whose access mode is new (`ExclusiveOrLines`) otherwise got an
-    // out-of-line copy of the inner nodes' search, +280 instructions per update.
+    // Always: an out-of-line copy of the inner nodes' search cost +280 instructions per
+    // update.
     #[inline(always)]
     fn pick(&mut self, node: &Node, dir: &Directory) -> Result<usize, Restart> {
         match *self {
@@ -130,12 +130,36 @@ impl<'t, const WAIT: bool> Access<'t> for Snapshot<WAIT> {
     }
 }
 
+impl<'t> Exclusive<'t, '_> {
+    /// [`enter`](Access::enter)'s slow path: the latch is taken. Hands the request over
+    /// (leaf combining) or waits for the latch.
+    #[cold]
+    #[inline(never)]
+    fn wait(&self, latch: &'t HybridLatch) -> Result<ExclusiveGuard<'t>, Restart> {
+        self.0.policy.latch_busy();
+        if let Some(request) = self.1 {
+            if self.0.policy.combining.hand_over(latch, request) {
+                // Applied by the holder: the descent ends here (see
+                // `exclusive_leaf_or_hand_over`).
+                return Err(Restart);
+            }
+        }
+        let mut x = latch.exclusive();
+        // Found taken: a slow path even if the hand-over's spin saw it released and the
+        // acquisition took it at once (Contention Split counts it).
+        x.mark_slow_path();
+        Ok(x)
+    }
+}
+
 impl<'t> Access<'t> for Exclusive<'t, '_> {
     type Guard = ExclusiveGuard<'t>;
     // A writer's leaf is often the one every writer uses (appends), already in cache; the
     // prefetch cost 2% of single-thread `seq-insert` throughput (bench/results/house-compare.txt).
     const PREFETCH_LEAF: bool = false;
-    #[inline]
+    // Always, with the wait out of line: an out-of-line `enter` kept the descent's node and
+    // guard in memory, +90 instructions per update.
+    #[inline(always)]
     fn enter(
         &self,
         latch: &'t HybridLatch,
@@ -146,21 +170,7 @@ impl<'t> Access<'t> for Exclusive<'t, '_> {
         above.validate()?;
         let x = match latch.try_exclusive() {
             Some(x) => x,
-            None => {
-                self.0.policy.latch_busy();
-                if let Some(request) = self.1 {
-                    if self.0.policy.combining.hand_over(latch, request) {
-                        // Applied by the holder: the descent ends here (see
-                        // `exclusive_leaf_or_hand_over`).
-                        return Err(Restart);
-                    }
-                }
-                let mut x = latch.exclusive();
-                // Found taken: a slow path even if the hand-over's spin saw it released and
-                // the acquisition took it at once (Contention Split counts it).
-                x.mark_slow_path();
-                x
-            }
+            None => self.wait(latch)?,
         };
         above.validate()?;
         Ok(x)
@@ -433,10 +443,6 @@ impl TreeCore {
     /// finger would latch the rightmost leaf, ending its line mode.
     #[inline]
     pub(crate) fn update_leaf(&self, key: &[u8]) -> Result<(Node, LeafHold<'_>), Restart> {
-        if !self.policy.lines.enabled() {
-            let (node, x) = self.exclusive_leaf(key)?;
-            return Ok((node, LeafHold::Latched(x)));
-        }
         let r = self.descend(&mut Target::Key(key, 0), &ExclusiveOrLines(self))?;
         let mut hold = r.guard;
         if let LeafHold::Latched(x) = &mut hold {

@@ -117,7 +117,7 @@ impl Node {
     /// The first position whose key is `>= key`, and whether that key equals `key`.
     /// `key` must lie in the node's fence range (then it carries the node's prefix); under
     /// an optimistic race it may not, and the result is garbage but memory-safe.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lower_bound(
         &self,
         key: &[u8],

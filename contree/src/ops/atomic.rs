@@ -37,14 +37,17 @@ impl Tree {
     /// ```
     pub fn update_with<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
         let mut f = Some(f);
+        let lines = self.core.policy.lines.enabled();
+        let once = |f: &mut Option<_>| match lines {
+            true => self.update_with_once::<_, _, true>(key, f),
+            false => self.update_with_once::<_, _, false>(key, f),
+        };
         loop {
-            match self.update_with_once(key, &mut f) {
+            match once(&mut f) {
                 Some(out) => return out,
                 // In a hot range of the side structure: under its shard's mutex.
                 None => {
-                    if let Some(Some(out)) =
-                        self.side_settle(key, || self.update_with_once(key, &mut f))
-                    {
+                    if let Some(Some(out)) = self.side_settle(key, || once(&mut f)) {
                         return out;
                     }
                 }
@@ -55,7 +58,12 @@ impl Tree {
     /// One [`update_with`](Self::update_with), which runs `f` if it is still there: `None`
     /// if the key lies in a hot range of the side structure whose shard this thread does not
     /// hold.
-    fn update_with_once<F: FnOnce(&mut [u8]) -> R, R>(
+    /// `LINES`: line mode is on (`sync::lines`), so the leaf may be held by its stretch
+    /// locks and may switch; a separate copy, so that the default path carries no line-mode
+    /// code (+60 instructions per update when it did). Out of line: inlined, the two copies
+    /// left the leaf search out of line instead.
+    #[inline(never)]
+    fn update_with_once<F: FnOnce(&mut [u8]) -> R, R, const LINES: bool>(
         &self,
         key: &[u8],
         f: &mut Option<F>,
@@ -64,7 +72,13 @@ impl Tree {
         let Divert::Proceed = core.policy.before_latch(key);
         let mut split_at = None;
         let out = core.retry(|| {
-            let (node, hold) = core.update_leaf(key)?;
+            let (node, hold) = match LINES {
+                true => core.update_leaf(key)?,
+                false => {
+                    let (node, x) = core.exclusive_leaf(key)?;
+                    (node, LeafHold::Latched(x))
+                }
+            };
             let mut x = match hold {
                 LeafHold::Latched(x) => x,
                 // In line mode (`sync::lines`): no latch.
@@ -96,7 +110,8 @@ impl Tree {
             if core.policy.combining.has_waiters(latch) {
                 serve_waiters(core, &mut node, latch, &mut split_at);
             }
-            let switch = inline && split_at.is_none() && core.line_switch(&mut node, latch);
+            let switch =
+                LINES && inline && split_at.is_none() && core.line_switch(&mut node, latch);
             if switch {
                 x.set_lines();
             }

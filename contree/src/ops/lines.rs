@@ -5,7 +5,7 @@ use crate::engine::TreeCore;
 use crate::node::{Node, NodeMut};
 use crate::sync::lines::{self, LineLock};
 use crate::sync::reentry::InClosure;
-use crate::sync::{Counter, OptimisticGuard, Restart};
+use crate::sync::{Counter, HybridLatch, OptimisticGuard, Restart};
 use crate::Tree;
 
 impl Tree {
@@ -57,40 +57,52 @@ impl Tree {
         core.counters.add(Counter::LineUpdates, 1);
         Ok(Some(out))
     }
+}
 
-    /// The tail of a point read whose leaf snapshot found line mode: `read` runs, then the
-    /// stretches of the value it read are checked unchanged (and unlocked before), and the
-    /// leaf's snapshot validated for its keys.
+/// A point read of a leaf in line mode (`sync::lines`): the versions of the stretches of the
+/// value read, taken before the read ([`begin`](Self::begin)) and checked after it
+/// ([`end`](Self::end)); the reader then validates its snapshot of the leaf for the keys
+/// (`OptimisticGuard::validate_keys`). Neither takes the reader's guard: a reference to it
+/// would keep the guards of the descent in memory.
+pub(crate) struct LineRead {
+    entry: usize,
+    /// The stretches of the value and their versions' sum; `None` when the key is absent
+    /// (only the keys were read).
+    span: Option<((usize, usize), u64)>,
+}
+
+impl LineRead {
+    /// Before the read of slot `pos` (`found`: the key is there) of `leaf`, whose latch is
+    /// `latch`: waits for the in-place updates of its stretches under way and notes their
+    /// versions.
     #[cold]
     #[inline(never)]
-    pub(super) fn read_in_lines<T>(
-        &self,
+    pub(crate) fn begin(
         leaf: Node,
-        guard: &OptimisticGuard<'_>,
+        latch: &HybridLatch,
         pos: usize,
         found: bool,
-        read: impl FnOnce(Node, usize, bool) -> Result<T, Restart>,
-    ) -> Result<T, Restart> {
-        let entry = lines::find(guard.latch() as *const _ as usize).ok_or(Restart)?;
+    ) -> Result<LineRead, Restart> {
+        let entry = lines::find(latch as *const _ as usize).ok_or(Restart)?;
         let span = match found {
             true => {
                 let e = leaf.entry(pos)?;
-                Some(lines::span(e.value_off, e.value_len, leaf.page_size()))
+                let span = lines::span(e.value_off, e.value_len, leaf.page_size());
+                Some((span, lines::snapshot(entry, span)?))
             }
             false => None,
         };
-        let sum = match span {
-            Some(span) => lines::snapshot(entry, span)?,
-            None => 0,
-        };
-        let out = read(leaf, pos, found)?;
-        if let Some(span) = span {
-            if !lines::unchanged(entry, span, sum) {
-                return Err(Restart);
-            }
+        Ok(LineRead { entry, span })
+    }
+
+    /// After the read: the stretches read are unchanged.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn end(self) -> Result<(), Restart> {
+        match self.span {
+            Some((span, sum)) if !lines::unchanged(self.entry, span, sum) => Err(Restart),
+            _ => Ok(()),
         }
-        guard.validate_keys()?;
-        Ok(out)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Point reads: optimistic, validated, never writing to shared memory.
 
 use crate::node::Node;
+use crate::ops::lines::LineRead;
 use crate::side::Side;
 use crate::sync::Restart;
 use crate::Tree;
@@ -54,11 +55,20 @@ impl Tree {
         core.retry(|| {
             let (leaf, guard) = core.point_leaf(key)?;
             let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
-            if guard.lines() {
-                return self.read_in_lines(leaf, &guard, pos, found, &mut read);
-            }
+            // A leaf in line mode never validates (`sync::lines`): a read of it checks the
+            // stretch versions of its value instead, and the leaf's keys.
+            let in_lines = match guard.lines() {
+                true => Some(LineRead::begin(leaf, guard.latch(), pos, found)?),
+                false => None,
+            };
             let out = read(leaf, pos, found)?;
-            guard.validate()?;
+            match in_lines {
+                None => guard.validate()?,
+                Some(check) => {
+                    check.end()?;
+                    guard.validate_keys()?
+                }
+            }
             Ok(out)
         })
     }

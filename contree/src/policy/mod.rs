@@ -159,7 +159,7 @@ impl LeafPolicies {
     /// the key to split the leaf after when Contention Split decides to (a whole key: a long
     /// key is read while the leaf is latched). A contended period of ordered appends asks
     /// the side structure for a hot range instead (`Side::ask_heat`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn after_change(
         &self,
         node: &mut NodeMut,

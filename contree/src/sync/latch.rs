@@ -391,16 +391,31 @@ impl<'a> OptimisticGuard<'a> {
     /// ([`validate_keys`](Self::validate_keys) plus `sync::lines`).
     #[inline]
     pub fn validate(&self) -> Result<(), Restart> {
-        fence(Ordering::Acquire);
-        let s = self.latch.state.load(Ordering::Relaxed);
-        if s & (VERSION_MASK | EXCLUSIVE) == self.version {
+        if self.unchanged() {
             Ok(())
         } else {
-            if self.version & LINES != 0 {
-                self.latch.end_lines();
-            }
-            Err(Restart)
+            Err(Self::failed(self.latch, self.version))
         }
+    }
+
+    /// A failed validation of a snapshot of `latch` at `version`: ends line mode first if
+    /// the snapshot found it on. Takes copies: a reference to the guard would keep every
+    /// descent's guards in memory (+40 instructions per update).
+    #[cold]
+    #[inline(never)]
+    fn failed(latch: &HybridLatch, version: u64) -> Restart {
+        if version & LINES != 0 {
+            latch.end_lines();
+        }
+        Restart
+    }
+
+    /// [`validate`](Self::validate)'s test.
+    #[inline]
+    fn unchanged(&self) -> bool {
+        fence(Ordering::Acquire);
+        let s = self.latch.state.load(Ordering::Relaxed);
+        s & (VERSION_MASK | EXCLUSIVE) == self.version
     }
 
     /// Whether the snapshot found the leaf in line mode (`sync::lines`).
