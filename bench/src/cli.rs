@@ -43,6 +43,9 @@ pub enum Command {
     SeqInsert(SeqInsertArgs),
     /// Each thread updates its own key; the keys are adjacent, so they share a leaf.
     HotUpdate(HotUpdateArgs),
+    /// Every thread inserts random new keys into one narrow key range (a hot leaf taking
+    /// inserts at random positions).
+    HotInsert(HotUpdateArgs),
     /// News website: reads and view-count updates of the newest articles, new batches every
     /// few seconds; per-second throughput.
     News(NewsArgs),

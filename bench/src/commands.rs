@@ -12,6 +12,7 @@ use crate::plot;
 use crate::progress::Progress;
 use crate::runner::Limit;
 use crate::stats::{summarize, Record};
+use crate::workloads::hot_insert::HotInsert;
 use crate::workloads::hot_update::HotUpdate;
 use crate::workloads::load::Load;
 use crate::workloads::news::News;
@@ -61,6 +62,10 @@ pub fn execute(cli: Cli) -> Result<(), String> {
         Command::HotUpdate(a) => {
             let p = params(&a.run, 100_000, 8, None);
             (Box::new(HotUpdate::new(p)), a.run)
+        }
+        Command::HotInsert(a) => {
+            let p = params(&a.run, 100_000, 8, None);
+            (Box::new(HotInsert::new(p)), a.run)
         }
         Command::News(a) => {
             let p = params(&a.run, 200_000, 128, None);

@@ -13,6 +13,7 @@
 use crate::adapters::{Index, Shape};
 use crate::keys::{fill_value, KeyBuf, KeyKind};
 
+pub mod hot_insert;
 pub mod hot_update;
 pub mod load;
 pub mod news;
@@ -154,6 +155,19 @@ impl Params {
 /// Inserts ids `[0, records)` with `kind` keys and `value_size` values, spread over
 /// `threads` threads (each takes an interleaved share, so the load order is mixed).
 pub fn load_ids(index: &dyn Index, kind: KeyKind, records: u64, value_size: usize, threads: usize) {
+    load_mapped(index, kind, records, value_size, threads, |id| id);
+}
+
+/// [`load_ids`] of the ids `map(i)` for `i` in `[0, records)` (`hot-insert` spreads them
+/// apart).
+pub fn load_mapped(
+    index: &dyn Index,
+    kind: KeyKind,
+    records: u64,
+    value_size: usize,
+    threads: usize,
+    map: impl Fn(u64) -> u64 + Sync + Copy + Send,
+) {
     let threads = threads.clamp(1, 16) as u64;
     std::thread::scope(|s| {
         for t in 0..threads {
@@ -163,7 +177,7 @@ pub fn load_ids(index: &dyn Index, kind: KeyKind, records: u64, value_size: usiz
                 // key space rather than in sorted order.
                 let mut i = t;
                 while i < records {
-                    let id = permute(i, records);
+                    let id = map(permute(i, records));
                     fill_value(&mut value, id, 0);
                     index.insert(KeyBuf::new(kind, id).as_bytes(), &value);
                     i += threads;
