@@ -209,11 +209,8 @@ impl<'t> Access<'t> for ExclusiveOrLines<'t> {
         let hold = match latch.try_exclusive_or_lines() {
             Ok(Some(x)) => LeafHold::Latched(x),
             Err(snapshot) => LeafHold::Lines(snapshot),
-            Ok(None) => {
-                return Exclusive(self.0, None)
-                    .enter(latch, above)
-                    .map(LeafHold::Latched)
-            }
+            // Taken: waited for as `Exclusive` waits (no request to hand over).
+            Ok(None) => LeafHold::Latched(Exclusive(self.0, None).wait(latch)?),
         };
         above.validate()?;
         Ok(hold)
