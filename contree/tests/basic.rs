@@ -168,6 +168,50 @@ fn oversubscribed_hot_key_makes_progress_everywhere() {
     assert_eq!(tree.get(b"hot"), Some(total.to_le_bytes().to_vec()));
 }
 
+/// 16 threads on (typically) 2 cores insert random new keys between two adjacent keys, so
+/// that splits of the same few leaves and their parent follow each other closely (each split
+/// takes its pages before its latches and returns those a restart leaves unused): every key
+/// lands once and every page the tree holds is reachable.
+#[test]
+fn oversubscribed_inserts_into_one_gap_keep_every_page() {
+    let tree = Tree::new();
+    for i in 0u64..2_000 {
+        tree.insert(&(i << 32).to_be_bytes(), b"loaded").unwrap();
+    }
+    let base = 1_000u64 << 32;
+    let ids: Vec<std::collections::BTreeSet<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16u64)
+            .map(|t| {
+                let tree = &tree;
+                s.spawn(move || {
+                    let mut mine = std::collections::BTreeSet::new();
+                    let mut x = t.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                    for _ in 0..4_000 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Distinct keys per thread (the low bits), interleaved across the gap.
+                        let id = ((x % (1 << 27)) << 4) | t;
+                        tree.insert(&(base + 1 + id).to_be_bytes(), &id.to_le_bytes())
+                            .unwrap();
+                        mine.insert(id);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    tree.check_invariants().unwrap();
+    let all: Vec<u64> = ids.into_iter().flatten().collect();
+    assert_eq!(tree.len(), 2_000 + all.len());
+    for id in all {
+        let got = tree.get(&(base + 1 + id).to_be_bytes());
+        assert_eq!(got, Some(id.to_le_bytes().to_vec()), "key {id}");
+    }
+    assert!(tree.stats().splits > 100);
+}
+
 /// Appending at the end of the rightmost leaf splits it at its end, and the left half gains
 /// an upper fence: the split position must leave room for it (keys `[t, u32]`, reported by
 /// the typed-layer work).

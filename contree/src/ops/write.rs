@@ -382,8 +382,9 @@ impl Tree {
                     // The first split cuts in the middle; one that left the entry no room
                     // on its side is followed by one that does (`choose_split_with_room`:
                     // it costs a pass over the leaf, so only when the middle failed).
-                    let room = if rounds > 1 { room } else { 0 };
-                    if let Err(e) = core.split_for(key, 0, rounds <= 2, room) {
+                    // The first round skips the split if another thread made room since.
+                    let (room, unless_free) = if rounds > 1 { (room, 0) } else { (0, room) };
+                    if let Err(e) = core.split_for(key, 0, rounds <= 2, room, unless_free) {
                         break Err(e);
                     }
                 }

@@ -27,7 +27,7 @@
 //! system, and then `release` keeps the version and renews the word past it on reuse.
 //!
 //! Allocation and free take a mutex: they happen once per split or merge, not per
-//! operation.
+//! operation. A new segment's memory is allocated and zeroed outside it.
 
 mod release;
 
@@ -218,12 +218,28 @@ impl PagePool {
     /// [`HybridLatch::renew`]) before it is handed out.
     pub(crate) fn allocate(&self, n: usize) -> Result<Vec<PageId>, Exhausted> {
         let mut st = self.lock();
-        let in_use = self.in_use.load(Ordering::Relaxed);
-        if in_use + n > self.max_pages
-            && in_use + n
-                > (self.max_pages.saturating_add(OVERDRAFT.with(|o| o.get()))).min(MAX_PAGES)
-        {
-            return Err(Exhausted);
+        loop {
+            let in_use = self.in_use.load(Ordering::Relaxed);
+            if in_use + n > self.max_pages
+                && in_use + n
+                    > (self.max_pages.saturating_add(OVERDRAFT.with(|o| o.get()))).min(MAX_PAGES)
+            {
+                return Err(Exhausted);
+            }
+            // A fresh page that opens a segment: the segment's memory is allocated and
+            // zeroed (128 KiB of 4 KiB pages, tens of microseconds with its page faults)
+            // with the mutex released, so that other allocations and frees do not wait for
+            // it. Whatever changed meanwhile is looked at again.
+            let Some(first) = self.segment_to_map(&st, n) else {
+                break;
+            };
+            drop(st);
+            let mem = self.segment_memory(first >> SEGMENT_SHIFT);
+            st = self.lock();
+            // On failure the mapping is tried again below, under the mutex, which reports it.
+            if mem.is_none_or(|mem| self.install_segment(first, mem).is_err()) {
+                break;
+            }
         }
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
@@ -292,28 +308,59 @@ impl PagePool {
         Some(st.returned.swap_remove(i).0)
     }
 
-    /// Allocates the segment that starts at page `first` (and its chunk, for the first
-    /// segment of a chunk). Called under the free-list mutex: the only writer.
-    fn map_segment(&self, first: usize) -> Result<(), Exhausted> {
-        if first >= MAX_PAGES {
-            return Err(Exhausted);
-        }
+    /// The first page of a segment that an allocation of `n` pages will take fresh pages
+    /// from and that has no memory yet, if any (a guess: the allocation maps whatever
+    /// else it needs under the mutex).
+    fn segment_to_map(&self, st: &FreeList, n: usize) -> Option<usize> {
+        let first = st.next_fresh;
+        (n > st.free.len() + st.returned.len()
+            && first.is_multiple_of(SEGMENT_PAGES)
+            && first < MAX_PAGES
+            && !self.is_mapped(first))
+        .then_some(first)
+    }
+
+    /// Whether the segment that starts at page `first` has memory.
+    fn is_mapped(&self, first: usize) -> bool {
+        let (j, o) = locate(first >> SEGMENT_SHIFT);
+        let chunk = self.chunks[j].load(Ordering::Acquire);
+        // SAFETY: a non-null chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives
+        // as long as the pool.
+        !chunk.is_null() && !unsafe { (*chunk.add(o)).load(Ordering::Acquire) }.is_null()
+    }
+
+    /// Zeroed memory for segment `seg` (no lock needed), or `None` if the system refuses.
+    fn segment_memory(&self, seg: usize) -> Option<*mut u8> {
+        // SAFETY: the layout has a non-zero size (page_size >= 4096).
+        let mem = unsafe { alloc_zeroed(segment_layout(self.page_size, seg)) };
+        (!mem.is_null()).then_some(mem)
+    }
+
+    /// Publishes `mem` (from [`segment_memory`](Self::segment_memory)) as the segment that
+    /// starts at page `first`, allocating its chunk for the first segment of a chunk; frees
+    /// `mem` if the segment has memory already or the chunk cannot be had. Called under the
+    /// free-list mutex: the only writer of the directory.
+    fn install_segment(&self, first: usize, mem: *mut u8) -> Result<(), Exhausted> {
         let seg = first >> SEGMENT_SHIFT;
+        let discard = || {
+            // SAFETY: `mem` was allocated with this segment's layout and never published.
+            unsafe { dealloc(mem, segment_layout(self.page_size, seg)) };
+        };
+        if self.is_mapped(first) {
+            discard();
+            return Ok(());
+        }
         let (j, o) = locate(seg);
         let mut chunk = self.chunks[j].load(Ordering::Acquire);
         if chunk.is_null() {
             // SAFETY: the layout has a non-zero size (at least one pointer).
             chunk = unsafe { alloc_zeroed(chunk_layout(j)) } as *mut Chunk;
             if chunk.is_null() {
+                discard();
                 return Err(Exhausted);
             }
             // All-zero bytes are null pointers: the chunk is valid before it is published.
             self.chunks[j].store(chunk, Ordering::Release);
-        }
-        // SAFETY: the layout has a non-zero size (page_size >= 4096).
-        let mem = unsafe { alloc_zeroed(segment_layout(self.page_size, seg)) };
-        if mem.is_null() {
-            return Err(Exhausted);
         }
         // The entry: the address with the segment's page mask in its low bits (free: the
         // address is `PAGE_ALIGN`-aligned and the mask is below `SEGMENT_PAGES`).
@@ -322,6 +369,21 @@ impl PagePool {
         // as the pool.
         unsafe { (*chunk.add(o)).store(entry, Ordering::Release) };
         Ok(())
+    }
+
+    /// Gives the segment that starts at page `first` memory if it has none yet. Called
+    /// under the free-list mutex.
+    fn map_segment(&self, first: usize) -> Result<(), Exhausted> {
+        if first >= MAX_PAGES {
+            return Err(Exhausted);
+        }
+        if self.is_mapped(first) {
+            return Ok(());
+        }
+        let mem = self
+            .segment_memory(first >> SEGMENT_SHIFT)
+            .ok_or(Exhausted)?;
+        self.install_segment(first, mem)
     }
 
     /// Returns a page for reuse by any tree of the pool. The caller holds its exclusive latch
@@ -488,5 +550,53 @@ mod tests {
         assert_eq!(a.allocate(1).unwrap(), vec![ids[2]]);
         assert_eq!(a.bytes_in_use(), 4 * 4096);
         assert!(Directory::of(&a).page(1000).is_err());
+    }
+
+    #[test]
+    fn concurrent_allocations_across_segments_hand_out_each_page_once() {
+        let a = PagePool::new(4096, usize::MAX, true);
+        let dir = Directory::of(&a);
+        let ids: Vec<PageId> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|t| {
+                    let a = &a;
+                    s.spawn(move || {
+                        let mut mine = Vec::new();
+                        for i in 0..300 {
+                            // Ones and twos, so that some allocations straddle a segment.
+                            mine.extend(a.allocate(1 + (t + i) % 2).unwrap());
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        assert_eq!(ids.len(), 8 * 450);
+        let mut addrs: Vec<usize> = ids.iter().map(|&p| dir.page(p).unwrap() as usize).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        assert_eq!(addrs.len(), ids.len(), "a page handed out twice");
+        assert_eq!(a.bytes_in_use(), ids.len() * 4096);
+    }
+
+    #[test]
+    fn a_segment_mapped_meanwhile_keeps_its_memory() {
+        let a = PagePool::new(4096, usize::MAX, true);
+        a.allocate(1).unwrap();
+        let first = SEGMENT_PAGES;
+        assert!(!a.is_mapped(first));
+        let mine = a.segment_memory(1).unwrap();
+        let theirs = a.segment_memory(1).unwrap();
+        a.install_segment(first, theirs).unwrap();
+        let page = Directory::of(&a).page(first as PageId).unwrap();
+        // Installing a second block for the same segment frees it and changes nothing.
+        a.install_segment(first, mine).unwrap();
+        assert_eq!(Directory::of(&a).page(first as PageId).unwrap(), page);
+        assert_eq!(page as usize, theirs as usize);
+        assert_eq!(a.allocate(2).unwrap(), vec![32, 33]);
     }
 }

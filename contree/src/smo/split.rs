@@ -12,6 +12,7 @@ use crate::engine::{Above, Target, TreeCore};
 use crate::error::Error;
 use crate::long_key::KeyRefs;
 use crate::node::NodeMut;
+use crate::page::PageId;
 use crate::policy::{LeafPolicies, SplitAdvice};
 use crate::space::Room;
 use crate::sync::Restart;
@@ -32,10 +33,10 @@ impl TreeCore {
             .contention_split_attempts
             .fetch_add(1, Ordering::Relaxed);
         for _ in 0..2 {
-            match self.retry(|| self.split_attempt(sep, 0, Some(sep), 0)) {
+            match self.retry(|| self.split_attempt(sep, 0, Some(sep), 0, 0)) {
                 SplitOutcome::Done => return,
                 SplitOutcome::ParentFull => {
-                    if self.split_for(sep, 1, false, 0).is_err() {
+                    if self.split_for(sep, 1, false, 0, 0).is_err() {
                         return;
                     }
                 }
@@ -57,21 +58,27 @@ impl TreeCore {
     /// `room`: bytes the entry being inserted takes (0 for none); a leaf split leaves them
     /// free in the half that takes `key` where some split position does
     /// ([`Node::choose_split_with_room`](crate::node::Node::choose_split_with_room)).
+    /// `unless_free`: a leaf that has that many bytes free when the split looks at it (not
+    /// 0) is not split (then `Ok`: the caller retries its insert). Threads that found a hot
+    /// leaf full one after another (leaf combining hands each its request back) would
+    /// otherwise each take pages and descend to split it again; the first split serves
+    /// them all. An insert passes it only on its first round, so it cannot loop.
     pub(crate) fn split_for(
         &self,
         key: &[u8],
         level: u16,
         spread: bool,
         room: usize,
+        unless_free: usize,
     ) -> Result<(), Error> {
         let mut reclaims = 0;
         loop {
-            match self.retry(|| self.split_attempt(key, level, None, room)) {
+            match self.retry(|| self.split_attempt(key, level, None, room, unless_free)) {
                 SplitOutcome::Done => {
                     self.retry_deferred_merge();
                     return Ok(());
                 }
-                SplitOutcome::ParentFull => self.split_for(key, level + 1, spread, 0)?,
+                SplitOutcome::ParentFull => self.split_for(key, level + 1, spread, 0, 0)?,
                 SplitOutcome::OutOfSpace => {
                     reclaims += 1;
                     if reclaims > 4 {
@@ -92,15 +99,33 @@ impl TreeCore {
     /// One try at splitting the node at `level` that holds `key`: in the middle (or at the
     /// end for appends), or, for Contention Split, right after the key `at`; a leaf split
     /// for an insert leaves `room` bytes free on `key`'s side where it can (see
-    /// [`split_for`](Self::split_for)).
+    /// [`split_for`](Self::split_for)); `unless_free` as there.
     fn split_attempt(
         &self,
         key: &[u8],
         level: u16,
         at: Option<&[u8]>,
         room: usize,
+        unless_free: usize,
     ) -> Result<SplitOutcome, Restart> {
         let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
+        if unless_free > 0 && level == 0 && here.node.free_space() >= unless_free {
+            // Another thread split the leaf since the caller found it full.
+            here.guard.validate()?;
+            return Ok(SplitOutcome::Done);
+        }
+        // The new page(s) are taken before any latch: the pool's lock and the first touch
+        // of a fresh page (a page fault) would otherwise lengthen the time the parent is
+        // latched, and every descent through the parent waits that long. Pages not used
+        // go back when `spare` drops.
+        let mut spare = Spare::take(
+            self,
+            if matches!(above, Above::Root(_)) {
+                2
+            } else {
+                1
+            },
+        );
         // Latch top-down first; every node read below happens under an exclusive latch.
         let (mut above_x, parent) = match above {
             Above::Root(meta) => (meta.upgrade_exclusive()?, None),
@@ -151,7 +176,7 @@ impl TreeCore {
         }
         match parent {
             None => {
-                let Some(ids) = self.allocate(2) else {
+                let Some(ids) = spare.use_or_allocate(2) else {
                     return Ok(SplitOutcome::OutOfSpace);
                 };
                 let (left_pid, root_pid) = (ids[0], ids[1]);
@@ -176,7 +201,7 @@ impl TreeCore {
                 if !pnode.fits(&node.key(sep_pos)?, 4)? {
                     return Ok(SplitOutcome::ParentFull);
                 }
-                let Some(ids) = self.allocate(1) else {
+                let Some(ids) = spare.use_or_allocate(1) else {
                     return Ok(SplitOutcome::OutOfSpace);
                 };
                 let left_pid = ids[0];
@@ -203,6 +228,131 @@ impl TreeCore {
                 .fetch_add(1, Ordering::Relaxed);
             LeafPolicies::contention_split_done(node);
             LeafPolicies::contention_split_done(&mut left);
+        }
+    }
+}
+
+/// Pages taken for a split before its latches (see [`TreeCore::split_attempt`]); the ones
+/// the split does not use go back to the pool on drop, restarts included. They were never
+/// linked into the tree, so no reader can hold their ids.
+struct Spare<'t> {
+    tree: &'t TreeCore,
+    ids: Option<Vec<PageId>>,
+}
+
+impl<'t> Spare<'t> {
+    /// Takes `n` pages now, or none if the budget refuses them (the split then asks again
+    /// under its latches, where a refusal leads to reclaiming).
+    fn take(tree: &'t TreeCore, n: usize) -> Self {
+        Spare {
+            tree,
+            ids: tree.allocate(n),
+        }
+    }
+
+    /// The `n` pages taken before, or `n` pages allocated now.
+    fn use_or_allocate(&mut self, n: usize) -> Option<Vec<PageId>> {
+        match self.ids.take() {
+            Some(ids) if ids.len() == n => Some(ids),
+            other => {
+                drop(Spare {
+                    tree: self.tree,
+                    ids: other,
+                });
+                self.tree.allocate(n)
+            }
+        }
+    }
+}
+
+impl Drop for Spare<'_> {
+    fn drop(&mut self) {
+        if let Some(ids) = self.ids.take() {
+            for pid in ids {
+                self.tree.free(pid);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Spare;
+    use crate::{Config, Tree};
+
+    fn tree(max_memory: usize) -> Tree {
+        Tree::with_config(Config {
+            space_manager: false,
+            max_memory,
+            ..Config::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn spare_pages_a_split_does_not_use_go_back() {
+        let t = tree(usize::MAX);
+        let page = t.config().page_size;
+        let held = t.core.bytes_in_use();
+        {
+            let _spare = Spare::take(&t.core, 2);
+            assert_eq!(t.core.bytes_in_use(), held + 2 * page);
+        }
+        assert_eq!(
+            t.core.bytes_in_use(),
+            held,
+            "an unused spare returns its pages"
+        );
+        // A split that needs another number of pages than it took returns the spare and
+        // allocates anew; what it used stays held.
+        let mut spare = Spare::take(&t.core, 1);
+        let ids = spare.use_or_allocate(2).unwrap();
+        assert_eq!(ids.len(), 2);
+        drop(spare);
+        assert_eq!(t.core.bytes_in_use(), held + 2 * page);
+        let mut spare = Spare::take(&t.core, 1);
+        let more = spare.use_or_allocate(1).unwrap();
+        drop(spare);
+        assert_eq!(
+            t.core.bytes_in_use(),
+            held + 3 * page,
+            "a used spare stays held"
+        );
+        for pid in ids.into_iter().chain(more) {
+            t.core.free(pid);
+        }
+        assert_eq!(t.core.bytes_in_use(), held);
+    }
+
+    #[test]
+    fn a_leaf_with_the_room_asked_for_is_not_split() {
+        let t = tree(usize::MAX);
+        for i in 0u32..10 {
+            t.insert(&i.to_be_bytes(), b"v").unwrap();
+        }
+        let key = 5u32.to_be_bytes();
+        t.core.split_for(&key, 0, true, 0, 64).unwrap();
+        assert_eq!(t.stats().splits, 0, "the leaf has 64 bytes free");
+        t.core.split_for(&key, 0, true, 0, 8192).unwrap();
+        assert_eq!(t.stats().splits, 1, "a 4 KiB leaf never has 8 KiB free");
+        t.core.split_for(&key, 0, true, 0, 0).unwrap();
+        assert_eq!(t.stats().splits, 2, "0: always split");
+        t.check_invariants().unwrap();
+        assert_eq!(t.len(), 10);
+    }
+
+    #[test]
+    fn a_refused_spare_takes_nothing_and_the_split_asks_again() {
+        let t = tree(4 * 4096);
+        let held = t.core.bytes_in_use();
+        let free_pages = (4 * 4096 - held) / 4096;
+        let mut spare = Spare::take(&t.core, free_pages + 1);
+        assert_eq!(t.core.bytes_in_use(), held, "a refused spare holds nothing");
+        assert!(spare.use_or_allocate(free_pages + 1).is_none());
+        let ids = spare.use_or_allocate(free_pages).unwrap();
+        assert_eq!(t.core.bytes_in_use(), 4 * 4096);
+        for pid in ids {
+            t.core.free(pid);
         }
     }
 }
