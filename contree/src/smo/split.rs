@@ -233,20 +233,26 @@ impl TreeCore {
 }
 
 /// Pages taken for a split before its latches (see [`TreeCore::split_attempt`]); the ones
-/// the split does not use go back to the pool on drop, restarts included. They were never
-/// linked into the tree, so no reader can hold their ids.
+/// the split does not use go back to the pool on drop, restarts included. Nothing was
+/// written to them, so giving them back changes nothing a reader of a stale id could see.
 struct Spare<'t> {
     tree: &'t TreeCore,
     ids: Option<Vec<PageId>>,
 }
 
 impl<'t> Spare<'t> {
-    /// Takes `n` pages now, or none if the budget refuses them (the split then asks again
-    /// under its latches, where a refusal leads to reclaiming).
+    /// Takes `n` pages now, or none if the system refuses them (the split then asks again
+    /// under its latches). A tree with a memory budget takes none: pages held by an attempt
+    /// that then restarts would make the budget look spent to other threads' splits for a
+    /// moment, and turn into `OutOfSpace` errors a budget that has room must not give.
     fn take(tree: &'t TreeCore, n: usize) -> Self {
         Spare {
             tree,
-            ids: tree.allocate(n),
+            ids: if tree.has_memory_budget() {
+                None
+            } else {
+                tree.allocate(n)
+            },
         }
     }
 
@@ -342,12 +348,16 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_spare_takes_nothing_and_the_split_asks_again() {
+    fn under_a_budget_a_split_takes_its_pages_under_its_latches() {
         let t = tree(4 * 4096);
         let held = t.core.bytes_in_use();
         let free_pages = (4 * 4096 - held) / 4096;
-        let mut spare = Spare::take(&t.core, free_pages + 1);
-        assert_eq!(t.core.bytes_in_use(), held, "a refused spare holds nothing");
+        let mut spare = Spare::take(&t.core, 1);
+        assert_eq!(
+            t.core.bytes_in_use(),
+            held,
+            "a spare under a budget holds nothing"
+        );
         assert!(spare.use_or_allocate(free_pages + 1).is_none());
         let ids = spare.use_or_allocate(free_pages).unwrap();
         assert_eq!(t.core.bytes_in_use(), 4 * 4096);
