@@ -233,8 +233,8 @@ impl TreeCore {
         self.events.pages_held.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Returns the pages of a blob to the pool (`crate::blob`: no reader validates their
-    /// latches, so none is taken).
+    /// Returns pages no reader validates to the pool, without latching them: a blob's
+    /// (`crate::blob`) or a split's unused spares (`smo::split`).
     pub(crate) fn free_pages(&self, ids: &[PageId]) {
         self.pool.free_many(ids);
         self.events

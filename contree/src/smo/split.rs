@@ -118,14 +118,12 @@ impl TreeCore {
         // of a fresh page (a page fault) would otherwise lengthen the time the parent is
         // latched, and every descent through the parent waits that long. Pages not used
         // go back when `spare` drops.
-        let mut spare = Spare::take(
-            self,
-            if matches!(above, Above::Root(_)) {
-                2
-            } else {
-                1
-            },
-        );
+        let pages = if matches!(above, Above::Root(_)) {
+            2
+        } else {
+            1
+        };
+        let mut spare = Spare::take(self, pages);
         // Latch top-down first; every node read below happens under an exclusive latch.
         let (mut above_x, parent) = match above {
             Above::Root(meta) => (meta.upgrade_exclusive()?, None),
@@ -176,7 +174,7 @@ impl TreeCore {
         }
         match parent {
             None => {
-                let Some(ids) = spare.use_or_allocate(2) else {
+                let Some(ids) = spare.use_or_allocate() else {
                     return Ok(SplitOutcome::OutOfSpace);
                 };
                 let (left_pid, root_pid) = (ids[0], ids[1]);
@@ -201,7 +199,7 @@ impl TreeCore {
                 if !pnode.fits(&node.key(sep_pos)?, 4)? {
                     return Ok(SplitOutcome::ParentFull);
                 }
-                let Some(ids) = spare.use_or_allocate(1) else {
+                let Some(ids) = spare.use_or_allocate() else {
                     return Ok(SplitOutcome::OutOfSpace);
                 };
                 let left_pid = ids[0];
@@ -237,6 +235,8 @@ impl TreeCore {
 /// written to them, so giving them back changes nothing a reader of a stale id could see.
 struct Spare<'t> {
     tree: &'t TreeCore,
+    /// The pages the split needs: 2 for a root split, else 1.
+    n: usize,
     ids: Option<Vec<PageId>>,
 }
 
@@ -246,37 +246,24 @@ impl<'t> Spare<'t> {
     /// that then restarts would make the budget look spent to other threads' splits for a
     /// moment, and turn into `OutOfSpace` errors a budget that has room must not give.
     fn take(tree: &'t TreeCore, n: usize) -> Self {
-        Spare {
-            tree,
-            ids: if tree.has_memory_budget() {
-                None
-            } else {
-                tree.allocate(n)
-            },
-        }
+        let ids = if tree.has_memory_budget() {
+            None
+        } else {
+            tree.allocate(n)
+        };
+        Spare { tree, n, ids }
     }
 
-    /// The `n` pages taken before, or `n` pages allocated now.
-    fn use_or_allocate(&mut self, n: usize) -> Option<Vec<PageId>> {
-        match self.ids.take() {
-            Some(ids) if ids.len() == n => Some(ids),
-            other => {
-                drop(Spare {
-                    tree: self.tree,
-                    ids: other,
-                });
-                self.tree.allocate(n)
-            }
-        }
+    /// The pages taken before, or as many allocated now.
+    fn use_or_allocate(&mut self) -> Option<Vec<PageId>> {
+        self.ids.take().or_else(|| self.tree.allocate(self.n))
     }
 }
 
 impl Drop for Spare<'_> {
     fn drop(&mut self) {
         if let Some(ids) = self.ids.take() {
-            for pid in ids {
-                self.tree.free(pid);
-            }
+            self.tree.free_pages(&ids);
         }
     }
 }
@@ -309,22 +296,16 @@ mod tests {
             held,
             "an unused spare returns its pages"
         );
-        // A split that needs another number of pages than it took returns the spare and
-        // allocates anew; what it used stays held.
         let mut spare = Spare::take(&t.core, 1);
-        let ids = spare.use_or_allocate(2).unwrap();
-        assert_eq!(ids.len(), 2);
-        drop(spare);
-        assert_eq!(t.core.bytes_in_use(), held + 2 * page);
-        let mut spare = Spare::take(&t.core, 1);
-        let more = spare.use_or_allocate(1).unwrap();
+        let ids = spare.use_or_allocate().unwrap();
+        assert_eq!(ids.len(), 1);
         drop(spare);
         assert_eq!(
             t.core.bytes_in_use(),
-            held + 3 * page,
+            held + page,
             "a used spare stays held"
         );
-        for pid in ids.into_iter().chain(more) {
+        for pid in ids {
             t.core.free(pid);
         }
         assert_eq!(t.core.bytes_in_use(), held);
@@ -352,14 +333,16 @@ mod tests {
         let t = tree(4 * 4096);
         let held = t.core.bytes_in_use();
         let free_pages = (4 * 4096 - held) / 4096;
-        let mut spare = Spare::take(&t.core, 1);
+        assert!(Spare::take(&t.core, free_pages + 1)
+            .use_or_allocate()
+            .is_none());
+        let mut spare = Spare::take(&t.core, free_pages);
         assert_eq!(
             t.core.bytes_in_use(),
             held,
             "a spare under a budget holds nothing"
         );
-        assert!(spare.use_or_allocate(free_pages + 1).is_none());
-        let ids = spare.use_or_allocate(free_pages).unwrap();
+        let ids = spare.use_or_allocate().unwrap();
         assert_eq!(t.core.bytes_in_use(), 4 * 4096);
         for pid in ids {
             t.core.free(pid);
