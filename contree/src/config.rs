@@ -142,6 +142,15 @@ pub struct Config {
     /// (zipf 0.99) and it adds instructions to every update (`docs/design.md`);
     /// [`LineMode::Auto`] lets a per-leaf detector decide.
     pub line_mode: LineMode,
+    /// Eunomia's two phases for point reads: a read whose leaf phase (the search and copy
+    /// in the leaf it descended to) fails its validation because a writer changed that
+    /// leaf runs the leaf phase again on the same leaf, without descending again, unless
+    /// the tree's structure changed meanwhile (a split, merge or XMerge anywhere bumps the
+    /// tree's structure sequence, the paper's split sequence number). Counted in
+    /// [`Stats::leaf_restarts`](crate::Stats::leaf_restarts) beside
+    /// [`Stats::restarts`](crate::Stats::restarts) (from the root). Default `true`; `false`
+    /// restarts every failed read from the root.
+    pub leaf_phase_restarts: bool,
 }
 
 /// When a leaf switches to line mode ([`Config::line_mode`]).
@@ -220,6 +229,7 @@ impl Default for Config {
             side_ranges: 4,
             side_merge_entries: 4096,
             line_mode: LineMode::Off,
+            leaf_phase_restarts: true,
         }
     }
 }

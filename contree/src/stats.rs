@@ -50,8 +50,14 @@ pub struct Stats {
     pub splits: u64,
     /// Node merges done since the tree was created.
     pub merges: u64,
-    /// Operations that had to restart since the tree was created (sampled per thread).
+    /// Operation attempts that restarted from the root since the tree was created: a
+    /// conflict in the descent (the index phase), or one in the leaf phase after the leaf
+    /// split, merged or was freed.
     pub restarts: u64,
+    /// Point reads whose leaf phase (the search and copy in the leaf) met a concurrent
+    /// writer of that leaf and ran again on the same leaf, without a new descent (Eunomia's
+    /// two phases, [`Config::leaf_phase_restarts`](crate::Config::leaf_phase_restarts)).
+    pub leaf_restarts: u64,
     /// Leaves split by Contention Split.
     pub contention_splits: u64,
     /// Periods that ended with unnecessary contention and asked for a Contention Split
@@ -140,6 +146,7 @@ impl Tree {
             splits: core.events.splits.load(Ordering::Relaxed),
             merges: core.events.merges.load(Ordering::Relaxed),
             restarts: core.counters.sum(Counter::Restarts).max(0) as u64,
+            leaf_restarts: core.counters.sum(Counter::LeafRestarts).max(0) as u64,
             contention_splits: core.events.contention_splits.load(Ordering::Relaxed),
             contention_split_attempts: core
                 .events

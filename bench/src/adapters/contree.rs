@@ -79,6 +79,21 @@ pub const VARIANTS: &[Variant] = &[
         |shape| build_changed(shape, |c| c.line_mode = LineMode::Always),
     ),
     (
+        "contree-noleafphase",
+        "contree with every failed point read restarted from the root (leaf_phase_restarts = false)",
+        |shape| build_changed(shape, |c| c.leaf_phase_restarts = false),
+    ),
+    (
+        "contree-autolines-noleafphase",
+        "contree with line mode switched by its detector and every failed point read restarted from the root",
+        |shape| {
+            build_changed(shape, |c| {
+                c.line_mode = LineMode::Auto;
+                c.leaf_phase_restarts = false;
+            })
+        },
+    ),
+    (
         "contree-nosm",
         "contree with the XMerge space manager thread off (space_manager = false)",
         |shape| build_changed(shape, |c| c.space_manager = false),

@@ -21,6 +21,7 @@
 //! caches the rightmost leaf.
 
 pub(crate) mod descent;
+mod phases;
 
 use crate::blob::Place;
 use crate::config::Config;
@@ -62,7 +63,8 @@ pub(crate) struct Events {
     /// Heap pages packed to make room for a chunk (`heap`).
     pub heap_packs: AtomicU64,
     /// Every change of an inner node bumps it (`smo::inner`); upper-level replicas compare
-    /// it to know whether they are current.
+    /// it to know whether they are current, and it is the structure sequence of point reads'
+    /// two phases (`phases`).
     pub inner_changes: AtomicU64,
     /// Pages this tree holds from its pool.
     pub pages_held: AtomicUsize,

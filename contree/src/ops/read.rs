@@ -3,7 +3,7 @@
 use crate::node::Node;
 use crate::ops::lines::LineRead;
 use crate::side::Side;
-use crate::sync::Restart;
+use crate::sync::{OptimisticGuard, Restart};
 use crate::Tree;
 
 /// Values up to this many bytes are copied by [`Tree::get_with`] to the stack; larger ones to
@@ -52,8 +52,8 @@ impl Tree {
         mut read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
     ) -> T {
         let core = &*self.core;
-        core.retry(|| {
-            let (leaf, guard) = core.point_leaf(key)?;
+        // The leaf phase (`engine::phases`): the search, the copy and the validation.
+        let mut leaf_phase = |leaf: Node, guard: OptimisticGuard<'_>| {
             let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
             // A leaf in line mode never validates (`sync::lines`): a read of it checks the
             // stretch versions of its value instead, and the leaf's keys.
@@ -70,6 +70,21 @@ impl Tree {
                 }
             }
             Ok(out)
+        };
+        core.retry(|| {
+            let seq = core.structure_seq();
+            let (leaf, mut guard) = core.point_leaf(key)?;
+            let mut tries = 0;
+            loop {
+                let latch = guard.latch();
+                match leaf_phase(leaf, guard) {
+                    Ok(out) => return Ok(out),
+                    Err(Restart) => {
+                        tries += 1;
+                        guard = core.leaf_phase_again(seq, latch, tries)?;
+                    }
+                }
+            }
         })
     }
 

@@ -1,7 +1,9 @@
 //! The one place through which every change of an inner node passes: separators added by
 //! splits and removed by merges, roots grown and collapsed, inner nodes split, merged and
 //! rewritten by XMerge. Each change bumps `Events::inner_changes` under the latch of the
-//! node it changes; upper-level replicas (NUMA) will hook here to follow the changes.
+//! node it changes (and the children whose ranges change, still latched); upper-level
+//! replicas (NUMA) will hook here to follow the changes, and point reads' two phases
+//! (`engine::phases`) read it as their structure sequence.
 //!
 //! Leaf changes of the same shapes (a leaf split or merge) go through the same functions and
 //! are not counted.
@@ -9,11 +11,12 @@
 use crate::engine::TreeCore;
 use crate::node::{NodeMut, Scratch};
 use crate::page::PageId;
-use std::sync::atomic::Ordering;
 
 impl TreeCore {
+    /// Bumps `Events::inner_changes`, which is also the structure sequence of point reads'
+    /// two phases (`engine::phases`): always while the nodes whose ranges change are latched.
     fn inner_changed(&self) {
-        self.events.inner_changes.fetch_add(1, Ordering::Relaxed);
+        self.structure_changed();
     }
 
     /// Adds separator `sep` (a key as nodes store it: the stored form of a long key) with

@@ -19,8 +19,12 @@ const STRIPES: usize = 32;
 pub(crate) enum Counter {
     /// Entries (inserts of new keys minus removals).
     Len,
-    /// Restarted operation attempts.
+    /// Operation attempts restarted from the root (the index phase and the leaf phase
+    /// again).
     Restarts,
+    /// Leaf phases of point reads run again on the same leaf, without a new descent
+    /// (`Config::leaf_phase_restarts`).
+    LeafRestarts,
     /// Removals, which the reclaiming sweep compares to decide whether to run.
     Removals,
     /// Exclusive leaf-latch acquisitions that waited (`latch-stats`).
@@ -41,7 +45,7 @@ pub(crate) enum Counter {
     LineConflicts,
 }
 
-const COUNTERS: usize = 11;
+const COUNTERS: usize = 12;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

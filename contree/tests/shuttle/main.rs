@@ -81,6 +81,8 @@ struct Totals {
     side_diverted: AtomicU64,
     line_updates: AtomicU64,
     line_exits: AtomicU64,
+    /// Point reads' leaf phases run again on the same leaf (`engine::phases`).
+    leaf_restarts: AtomicU64,
 }
 
 /// The seed of the schedulers' sequence of schedules: fixed by default, so that the default
@@ -515,6 +517,9 @@ fn execution(model: &Model, totals: &Totals) {
         .line_updates
         .fetch_add(s.line_updates, Ordering::Relaxed);
     totals.line_exits.fetch_add(s.line_exits, Ordering::Relaxed);
+    totals
+        .leaf_restarts
+        .fetch_add(s.leaf_restarts, Ordering::Relaxed);
 }
 
 /// Runs `body` under [`iterations`] schedules of the random scheduler and as many of the
@@ -547,7 +552,8 @@ fn check(model: Model) -> Arc<Totals> {
     eprintln!(
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
-         {} diverted to the side structure, {} updates in line mode, {} line mode exits",
+         {} diverted to the side structure, {} updates in line mode, {} line mode exits, \
+         {} leaf phases run again",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -560,6 +566,7 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.side_diverted),
         get(&totals.line_updates),
         get(&totals.line_exits),
+        get(&totals.leaf_restarts),
     );
     totals
 }
@@ -585,6 +592,9 @@ fn splits_and_merges() {
     assert!(totals.splits.load(Ordering::Relaxed) > 0);
     assert!(totals.merges.load(Ordering::Relaxed) > 0);
     assert!(totals.max_height.load(Ordering::Relaxed) >= 3);
+    // Reads met writers of their leaves and ran the leaf phase again (`engine::phases`):
+    // a leaf phase reused on a leaf that split or merged meanwhile returns a wrong result.
+    assert!(totals.leaf_restarts.load(Ordering::Relaxed) > 0);
 }
 
 /// Long keys (rests out of line, in the blob heap) and values in and out of line.
