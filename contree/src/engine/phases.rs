@@ -35,7 +35,7 @@
 
 use super::TreeCore;
 use crate::sync::seam::Ordering;
-use crate::sync::{Counter, HybridLatch, OptimisticGuard, Restart};
+use crate::sync::{Backoff, Counter, HybridLatch, OptimisticGuard, Restart};
 
 /// Leaf phases a read runs again on one leaf before it descends again: a leaf that a writer
 /// changes faster than a read can copy it is read after a descent as well as without one,
@@ -75,9 +75,7 @@ impl TreeCore {
             return Err(Restart);
         }
         self.counters.add(Counter::LeafRestarts, 1);
-        for _ in 0..(1u32 << tries.min(6)) {
-            std::hint::spin_loop();
-        }
+        Backoff::pause(tries);
         let guard = latch.optimistic();
         if self.structure_seq() != seq {
             return Err(Restart);

@@ -25,8 +25,15 @@ impl Backoff {
     #[inline]
     pub(crate) fn snooze(&mut self) {
         self.attempts = self.attempts.saturating_add(1);
-        if self.attempts < SPINS {
-            for _ in 0..(1u32 << self.attempts) {
+        Self::pause(self.attempts);
+    }
+
+    /// The wait before retry number `attempts` (from 1) of a loop that counts its retries
+    /// itself (a loop whose retry is out of line and takes only values).
+    #[inline]
+    pub(crate) fn pause(attempts: u32) {
+        if attempts < SPINS {
+            for _ in 0..(1u32 << attempts) {
                 std::hint::spin_loop();
             }
         } else {
