@@ -59,6 +59,9 @@ pub enum Command {
     /// scans, and load, uniform lookups and scans with string and long keys; every peer, a
     /// few minutes on 2 cores; prints the table and writes compare.svg.
     Compare(CompareArgs),
+    /// Slice and meld of a `PartitionedTree` (contree alone: no peer has them): their time
+    /// and the pages they write, on a tree of `--records` entries.
+    Repartition(RepartitionArgs),
     /// Lists the peers.
     Peers,
 }
@@ -217,6 +220,20 @@ pub struct ScanArgs {
     /// Key encoding.
     #[arg(long, value_enum, default_value_t = KeyKind::Int)]
     pub keys: KeyKind,
+}
+
+/// repartition options.
+#[derive(Args, Debug, Clone)]
+pub struct RepartitionArgs {
+    /// Entries loaded (random u64 keys, 8-byte values) before the slices and melds.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub records: u64,
+    /// Slices, then as many melds, at random keys.
+    #[arg(long, default_value_t = 1000)]
+    pub ops: u64,
+    /// Seed of the keys.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
 }
 
 /// compare options.

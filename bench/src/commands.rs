@@ -43,6 +43,7 @@ pub fn execute(cli: Cli) -> Result<(), String> {
             return Ok(());
         }
         Command::Compare(args) => return crate::compare::run(&args).map(|_| ()),
+        Command::Repartition(args) => return crate::repartition::run(&args),
         Command::YcsbA(a) => ycsb(YcsbKind::A, a),
         Command::YcsbB(a) => ycsb(YcsbKind::B, a),
         Command::YcsbC(a) => ycsb(YcsbKind::C, a),

@@ -10,13 +10,15 @@
 use crate::blob::{self, Place, Stub};
 use crate::engine::TreeCore;
 use crate::long_key;
-use crate::node::{common_prefix, inline_key_max, prefix_cap, Layout, Node};
+use crate::node::{common_prefix, inline_key_max, prefix_cap, Layout, Node, TABLE_LEVEL};
 use crate::page::PageId;
 use crate::Tree;
 use std::collections::{HashMap, HashSet};
 
 struct Walk<'t> {
     tree: &'t TreeCore,
+    /// Partition tables met (at most one, the root).
+    tables: usize,
     rightmost_leaf: Option<PageId>,
     pages: usize,
     entries: usize,
@@ -258,7 +260,16 @@ impl Walk<'_> {
             .map(|i| node.child(i))
             .collect::<Result<_, _>>()
             .map_err(|_| format!("{here}: unreadable child id"))?;
-        let level = node.level() - 1;
+        // The children of a partition table are roots of any height.
+        let level = if node.level() == TABLE_LEVEL {
+            self.tables += 1;
+            if self.tables > 1 {
+                return Err(format!("{here}: a second partition table"));
+            }
+            None
+        } else {
+            Some(node.level() - 1)
+        };
         // The shared latch is held while the children are checked; no writer runs.
         for (i, &child) in children.iter().enumerate() {
             let lo = if i == 0 {
@@ -271,7 +282,7 @@ impl Walk<'_> {
             } else {
                 Some(keys[i].as_slice())
             };
-            self.node(child, Some(level), lo, hi)?;
+            self.node(child, level, lo, hi)?;
         }
         Ok(())
     }
@@ -282,6 +293,7 @@ impl TreeCore {
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
         let mut walk = Walk {
             tree: self,
+            tables: 0,
             rightmost_leaf: None,
             pages: 0,
             entries: 0,

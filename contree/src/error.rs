@@ -39,6 +39,24 @@ pub enum Error {
         /// Page bytes in use when the allocation was refused.
         in_use: usize,
     },
+    /// [`PartitionedTree::slice`](crate::PartitionedTree::slice) at a key that is a
+    /// partition boundary already.
+    BoundaryExists {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// [`PartitionedTree::meld`](crate::PartitionedTree::meld) at a key that is no
+    /// partition boundary.
+    NoSuchBoundary {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// [`PartitionedTree::slice`](crate::PartitionedTree::slice) found the partition table
+    /// full: its page holds no more boundaries (a few hundred short ones in a 4 KiB page).
+    TooManyPartitions {
+        /// The partitions the tree has.
+        partitions: usize,
+    },
     /// A `Config` field is out of its allowed range.
     InvalidConfig {
         /// The offending field.
@@ -67,6 +85,14 @@ impl fmt::Display for Error {
                 f,
                 "out of space: the memory budget of {max_memory} bytes is exhausted \
                  ({in_use} bytes of pages in use); the tree was not changed"
+            ),
+            Error::BoundaryExists { key } => {
+                write!(f, "{key:?} is a partition boundary already")
+            }
+            Error::NoSuchBoundary { key } => write!(f, "{key:?} is no partition boundary"),
+            Error::TooManyPartitions { partitions } => write!(
+                f,
+                "the partition table is full ({partitions} partitions); meld some first"
             ),
             Error::InvalidConfig { field, reason } => {
                 write!(f, "invalid Config::{field}: {reason}")

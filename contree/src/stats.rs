@@ -3,6 +3,7 @@
 
 use crate::blob::{self, Place};
 use crate::long_key;
+use crate::node::TABLE_LEVEL;
 use crate::sync::Counter;
 use crate::Tree;
 use std::sync::atomic::Ordering;
@@ -15,8 +16,19 @@ use std::sync::atomic::Ordering;
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Number of levels; 1 when the root is a leaf.
+    /// Number of levels; 1 when the root is a leaf. In a
+    /// [`PartitionedTree`](crate::PartitionedTree), the tallest partition's, the partition
+    /// table not counted.
     pub height: usize,
+    /// Partitions of a [`PartitionedTree`](crate::PartitionedTree) (1 for a `Tree`).
+    pub partitions: usize,
+    /// Slices of a [`PartitionedTree`](crate::PartitionedTree).
+    pub slices: u64,
+    /// Melds of a [`PartitionedTree`](crate::PartitionedTree).
+    pub melds: u64,
+    /// Pages written by slices and melds (the partition table included): a few per level,
+    /// whatever the partitions hold.
+    pub repartition_pages: u64,
     /// Number of leaf nodes.
     pub leaf_pages: usize,
     /// Number of inner nodes.
@@ -157,6 +169,10 @@ impl Tree {
             append_hot_periods: core.policy.append_hot_periods(),
             ops_combined: core.counters.sum(Counter::OpsCombined).max(0) as u64,
             combine_batches: core.counters.sum(Counter::CombineBatches).max(0) as u64,
+            partitions: 1,
+            slices: core.events.slices.load(Ordering::Relaxed),
+            melds: core.events.melds.load(Ordering::Relaxed),
+            repartition_pages: core.events.repartition_pages.load(Ordering::Relaxed),
             xmerge_attempts: core.events.xmerge_attempts.load(Ordering::Relaxed),
             xmerges: core.events.xmerges.load(Ordering::Relaxed),
             pages_freed: core.events.pages_freed.load(Ordering::Relaxed),
@@ -191,6 +207,16 @@ impl Tree {
             let level = node.level();
             if expect_level != u16::MAX && level != expect_level {
                 continue; // freed and reused under our feet
+            }
+            if level == TABLE_LEVEL {
+                // A partition table: its children are roots of any height.
+                s.inner_pages += 1;
+                s.partitions = node.count() + 1;
+                used += node.used_space();
+                stack.extend(
+                    (0..=node.count()).filter_map(|i| Some((node.child(i).ok()?, u16::MAX))),
+                );
+                continue;
             }
             s.height = s.height.max(level as usize + 1);
             used += node.used_space();

@@ -19,7 +19,7 @@
 //! last one (or its upgrade does).
 
 use super::TreeCore;
-use crate::node::{Node, OwnerToken};
+use crate::node::{Node, OwnerToken, TABLE_LEVEL};
 use crate::page::{Directory, PageId};
 use crate::policy::combining::Request;
 use crate::sync::{reentry, ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
@@ -238,10 +238,20 @@ pub(crate) struct Visit<'t> {
     pub guard: OptimisticGuard<'t>,
 }
 
+/// Where the id of a root is kept: the tree's root word (guarded by the meta latch), or slot
+/// `pos` of the partition table `table` of a multi-rooted tree (`crate::partition`), guarded
+/// by the table's latch.
+#[derive(Clone, Copy)]
+pub(crate) enum RootSlot {
+    Meta,
+    Table(Node, usize),
+}
+
 /// What lies above the node a descent ended at.
 pub(crate) enum Above<'t> {
-    /// The node is the root; the guard is the meta latch's snapshot.
-    Root(OptimisticGuard<'t>),
+    /// The node is a root; the guard is the snapshot of the latch that guards its id (the
+    /// meta latch, or a partition table's).
+    Root(OptimisticGuard<'t>, RootSlot),
     /// The parent and the slot in it that leads to the node.
     Parent(Visit<'t>, usize),
 }
@@ -268,18 +278,51 @@ impl TreeCore {
     }
 
     /// The root prologue: the meta snapshot, the root id, the root's page and snapshot, with
-    /// the meta snapshot validated after the root id was used.
+    /// the meta snapshot validated after the root id was used. In a multi-rooted tree the
+    /// root is the partition table, and the prologue goes on to the root of the partition
+    /// `route` picks ([`table_step`](Self::table_step)).
     #[inline]
     pub(crate) fn root_snapshot<'t, A: Access<'t>>(
         &'t self,
-    ) -> Result<(OptimisticGuard<'t>, Visit<'t>), Restart> {
+        route: &mut impl Route,
+    ) -> Result<(OptimisticGuard<'t>, RootSlot, Visit<'t>), Restart> {
         reentry::check(self.id());
         let meta = Self::inner_snapshot::<A>(self.meta())?;
         let pid = self.root_id();
         let (node, latch) = self.page(pid)?;
         let guard = Self::inner_snapshot::<A>(latch)?;
         meta.validate()?;
-        Ok((meta, Visit { pid, node, guard }))
+        if node.level() == TABLE_LEVEL {
+            return self.table_step::<A>(node, guard, route);
+        }
+        Ok((meta, RootSlot::Meta, Visit { pid, node, guard }))
+    }
+
+    /// From the partition table `table` (with its snapshot `above`) to the root of the
+    /// partition `route` picks: its visit, and the table's snapshot, validated after the
+    /// root's id was used, as the guard of the root's slot.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn table_step<'t, A: Access<'t>>(
+        &'t self,
+        table: Node,
+        above: OptimisticGuard<'t>,
+        route: &mut impl Route,
+    ) -> Result<(OptimisticGuard<'t>, RootSlot, Visit<'t>), Restart> {
+        let pos = route.pick(&table, self.directory())?;
+        let pid = table.child(pos)?;
+        let (node, latch) = self.page(pid)?;
+        let guard = Self::inner_snapshot::<A>(latch)?;
+        above.validate()?;
+        if node.level() == TABLE_LEVEL {
+            // The page was reused since its id was read (a torn read).
+            return Err(Restart);
+        }
+        Ok((
+            above,
+            RootSlot::Table(table, pos),
+            Visit { pid, node, guard },
+        ))
     }
 
     /// The one descent (see the module doc).
@@ -290,7 +333,7 @@ impl TreeCore {
         access: &A,
     ) -> Result<Reached<'t, A::Guard>, Restart> {
         let level = route.level();
-        let (meta, root) = self.root_snapshot::<A>()?;
+        let (meta, slot, root) = self.root_snapshot::<A>(route)?;
         if root.node.level() == level {
             // Only the level was read: a leaf in line mode validates (`sync::lines`).
             root.guard.validate_keys()?;
@@ -305,7 +348,7 @@ impl TreeCore {
                 pid: root.pid,
                 node: root.node,
                 guard,
-                above: Above::Root(meta),
+                above: Above::Root(meta, slot),
             });
         }
         let mut here = root;
@@ -398,6 +441,14 @@ impl TreeCore {
         let mut level = node.level();
         if level == 0 {
             return Ok((node, guard));
+        }
+        if level == TABLE_LEVEL {
+            let (_, _, root) =
+                self.table_step::<Optimistic>(node, guard, &mut Target::Key(key, 0))?;
+            (node, guard, level) = (root.node, root.guard, root.node.level());
+            if level == 0 {
+                return Ok((node, guard));
+            }
         }
         let mut pos = node.point_search::<false>(key, self.directory())?.0;
         // Inner levels above the leaves' parents: the loop's trip count is the tree's height

@@ -35,7 +35,7 @@ use crate::sync::seam::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Or
 use crate::sync::{Backoff, Counter, HybridLatch, Restart, StripedCounters};
 use std::sync::Arc;
 
-pub(crate) use descent::{Above, OptimisticNoWait, RandomRoute, Target, Visit};
+pub(crate) use descent::{Above, OptimisticNoWait, RandomRoute, RootSlot, Target, Visit};
 
 /// The words every operation reads, on cache lines of their own.
 #[repr(align(128))]
@@ -66,6 +66,11 @@ pub(crate) struct Events {
     /// it to know whether they are current, and it is the structure sequence of point reads'
     /// two phases (`phases`).
     pub inner_changes: AtomicU64,
+    /// Slices and melds of a multi-rooted tree (`crate::partition`), and the pages they
+    /// wrote.
+    pub slices: AtomicU64,
+    pub melds: AtomicU64,
+    pub repartition_pages: AtomicU64,
     /// Pages this tree holds from its pool.
     pub pages_held: AtomicUsize,
 }
@@ -105,6 +110,9 @@ pub(crate) struct TreeCore {
     pub(crate) heap: Mutex<crate::heap::HeapState>,
     /// The side structure for hot ranges (`side`).
     pub(crate) side: crate::side::Side,
+    /// Whether the root is a partition table (`crate::partition`), for the paths that look
+    /// at the table outside a descent; set before the tree is shared, never changed.
+    pub(crate) partitioned: bool,
 }
 
 impl TreeCore {
@@ -143,6 +151,7 @@ impl TreeCore {
             space_gate: Mutex::new(()),
             long_keys: AtomicBool::new(false),
             heap: Mutex::default(),
+            partitioned: false,
         };
         tree.events.pages_held.store(1, Ordering::Relaxed);
         {
@@ -200,9 +209,14 @@ impl TreeCore {
     }
 
     /// See the field.
-    #[allow(dead_code)] // read by slice and meld (issue "Partitions") and tests
+    #[allow(dead_code)] // read by tests
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
+    }
+
+    /// Bumps [`generation`](Self::generation) (slice and meld, `crate::partition`).
+    pub(crate) fn bump_generation(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     // ---- pages ------------------------------------------------------------------------

@@ -54,6 +54,7 @@ mod export;
 mod leaf_copy;
 pub(crate) mod pagebuf;
 pub(crate) mod raw;
+mod reshape;
 mod resize;
 mod search;
 #[cfg(test)]
@@ -61,12 +62,18 @@ mod tests;
 
 pub(crate) use builder::{Builder, Scratch};
 pub(crate) use leaf_copy::{LeafCopy, Place};
+pub(crate) use reshape::Extra;
 
 use crate::blob::{self, Stub, STUB_LEN};
 use crate::page::{Directory, PageId};
 use crate::sync::{ExclusiveGuard, Restart};
 use raw::RawPage;
 use std::marker::PhantomData;
+
+/// The level of a multi-rooted tree's partition table (`crate::partition`): an inner node
+/// above the partitions' roots, whose separators are the partition boundaries and whose
+/// children are roots of any height. Only the root prologue of the descent passes it.
+pub(crate) const TABLE_LEVEL: u16 = u16::MAX;
 
 pub(crate) const HEADER: usize = 64;
 pub(crate) const SLOT: usize = 6;

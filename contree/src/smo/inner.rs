@@ -8,9 +8,10 @@
 //! Leaf changes of the same shapes (a leaf split or merge) go through the same functions and
 //! are not counted.
 
-use crate::engine::TreeCore;
-use crate::node::{NodeMut, Scratch};
+use crate::engine::{RootSlot, TreeCore};
+use crate::node::{Fence, NodeMut, Scratch};
 use crate::page::PageId;
+use crate::sync::ExclusiveGuard;
 
 impl TreeCore {
     /// Bumps `Events::inner_changes`, which is also the structure sequence of point reads'
@@ -41,30 +42,50 @@ impl TreeCore {
     }
 
     /// Formats the fresh page `root` (id `root_pid`) as a root over `left` and `right`
-    /// separated by `sep`, and publishes it. The meta latch is held exclusively.
+    /// separated by `sep`, with fences `lower` and `upper` (those of the root it replaces:
+    /// none in a tree of one root, the partition's boundaries in a multi-rooted tree), and
+    /// publishes it in `slot`, whose guard `slot_x` is held exclusively.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn grow_root(
         &self,
+        slot: RootSlot,
+        slot_x: &mut ExclusiveGuard,
         mut root: NodeMut,
         root_pid: PageId,
         level: u16,
+        (lower, upper): (Fence, Fence),
         sep: &[u8],
-        left: PageId,
-        right: PageId,
+        (left, right): (PageId, PageId),
     ) {
-        root.init(level, None, None, &[]);
+        root.init(level, lower, upper, &[]);
         let ok = root.insert_entry(0, sep, &left.to_ne_bytes());
         assert!(ok, "a fresh root holds one separator");
         root.set_upper_child(right);
-        self.set_root(root_pid);
+        self.set_root_at(slot, slot_x, root_pid);
         self.inner_changed();
     }
 
     /// Replaces the latched, keyless inner root `root_pid` by its only child and frees it.
-    /// The meta latch is held exclusively.
-    pub(crate) fn collapse_root(&self, root_pid: PageId, child: PageId) {
-        self.set_root(child);
+    /// The guard of its `slot` is held exclusively.
+    pub(crate) fn collapse_root(
+        &self,
+        slot: RootSlot,
+        slot_x: &mut ExclusiveGuard,
+        root_pid: PageId,
+        child: PageId,
+    ) {
+        self.set_root_at(slot, slot_x, child);
         self.free(root_pid);
         self.inner_changed();
+    }
+
+    /// Publishes `pid` as the root kept in `slot`, whose guard `slot_x` is held exclusively:
+    /// the tree's root word, or a slot of the partition table.
+    pub(crate) fn set_root_at(&self, slot: RootSlot, slot_x: &mut ExclusiveGuard, pid: PageId) {
+        match slot {
+            RootSlot::Meta => self.set_root(pid),
+            RootSlot::Table(table, pos) => NodeMut::new(table, slot_x).set_child(pos, pid),
+        }
     }
 
     /// Splits the latched `node` at `sep_pos` into the fresh, latched `left`; returns the

@@ -49,8 +49,9 @@ enum MergeOutcome {
 }
 
 impl TreeCore {
-    fn is_root(&self, pid: PageId) -> bool {
-        self.root_id() == pid
+    /// Whether `pid` is a root: the tree's, or a partition's (`crate::partition`).
+    pub(crate) fn is_root(&self, pid: PageId) -> bool {
+        self.root_id() == pid || self.is_partition_root(pid)
     }
 
     /// Best-effort merge of the underfull node at `level` holding `key` with a sibling.
@@ -67,7 +68,7 @@ impl TreeCore {
                     return;
                 }
                 Ok(MergeOutcome::RootSingleChild) => {
-                    if !matches!(self.try_collapse_root(), Ok(true)) {
+                    if !matches!(self.try_collapse_root(Target::Key(key, 0)), Ok(true)) {
                         let root = self.root_id();
                         self.defer_merge(key, level + 1, root);
                     }
@@ -249,11 +250,11 @@ impl TreeCore {
         })
     }
 
-    /// Replaces an inner root that has no keys by its only child. `Ok(false)` when a latch
-    /// was taken (nothing changed).
-    pub(crate) fn try_collapse_root(&self) -> Result<bool, Restart> {
-        let (meta, root) = self.root_snapshot::<OptimisticNoWait>()?;
-        let Some(_m) = meta.try_upgrade_exclusive()? else {
+    /// Replaces an inner root that has no keys by its only child: the root of the partition
+    /// that holds `target` in a multi-rooted tree. `Ok(false)` when a latch is taken.
+    pub(crate) fn try_collapse_root(&self, mut target: Target) -> Result<bool, Restart> {
+        let (meta, slot, root) = self.root_snapshot::<OptimisticNoWait>(&mut target)?;
+        let Some(mut mx) = meta.try_upgrade_exclusive()? else {
             return Ok(false);
         };
         let Some(_x) = root.guard.try_upgrade_exclusive()? else {
@@ -262,9 +263,26 @@ impl TreeCore {
         if root.node.is_leaf() || root.node.count() != 0 {
             return Ok(true);
         }
-        self.collapse_root(root.pid, root.node.upper_child());
+        self.collapse_root(slot, &mut mx, root.pid, root.node.upper_child());
         self.events.merges.fetch_add(1, Ordering::Relaxed);
         Ok(true)
+    }
+
+    /// [`try_collapse_root`](Self::try_collapse_root) for every root of the tree (each
+    /// partition's in a multi-rooted tree); whether none was left to a taken latch.
+    pub(crate) fn try_collapse_roots(&self) -> bool {
+        let mut all = true;
+        for target in self.root_targets() {
+            let key = target.as_ref().map(|k| Target::Key(k, 0));
+            let done = (0..4).any(|_| {
+                matches!(
+                    self.try_collapse_root(key.unwrap_or(Target::Rightmost(0))),
+                    Ok(true)
+                )
+            });
+            all &= done;
+        }
+        all
     }
 }
 

@@ -10,4 +10,5 @@ mod inner;
 mod merge;
 pub(crate) use merge::Deferred;
 mod split;
+pub(crate) use split::Spare;
 pub(crate) mod xmerge;

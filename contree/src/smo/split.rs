@@ -108,6 +108,12 @@ impl TreeCore {
         room: usize,
         unless_free: usize,
     ) -> Result<SplitOutcome, Restart> {
+        if level > 0 && self.shorter_than(key, level)? {
+            // The tree (or the key's partition) lost levels since the caller found the node
+            // below full (a root collapse, a slice): nothing to split at this level, and a
+            // descent to it would restart for ever. The caller retries its operation.
+            return Ok(SplitOutcome::Done);
+        }
         let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
         if unless_free > 0 && level == 0 && here.node.free_space() >= unless_free {
             // Another thread split the leaf since the caller found it full.
@@ -118,7 +124,7 @@ impl TreeCore {
         // of a fresh page (a page fault) would otherwise lengthen the time the parent is
         // latched, and every descent through the parent waits that long. Pages not used
         // go back when `spare` drops.
-        let pages = if matches!(above, Above::Root(_)) {
+        let pages = if matches!(above, Above::Root(..)) {
             2
         } else {
             1
@@ -126,8 +132,8 @@ impl TreeCore {
         let mut spare = Spare::take(self, pages);
         // Latch top-down first; every node read below happens under an exclusive latch.
         let (mut above_x, parent) = match above {
-            Above::Root(meta) => (meta.upgrade_exclusive()?, None),
-            Above::Parent(parent, _) => (parent.guard.upgrade_exclusive()?, Some(parent.node)),
+            Above::Root(meta, slot) => (meta.upgrade_exclusive()?, Err(slot)),
+            Above::Parent(parent, _) => (parent.guard.upgrade_exclusive()?, Ok(parent.node)),
         };
         let mut x = here.guard.upgrade_exclusive()?;
         let mut node = NodeMut::new(here.node, &mut x);
@@ -169,11 +175,11 @@ impl TreeCore {
         // nothing is left to drop.
         let mut refs = KeyRefs::new(self);
         refs.before(&node);
-        if let Some(p) = &parent {
+        if let Ok(p) = &parent {
             refs.before(p);
         }
         match parent {
-            None => {
+            Err(slot) => {
                 let Some(ids) = spare.use_or_allocate() else {
                     return Ok(SplitOutcome::OutOfSpace);
                 };
@@ -182,9 +188,19 @@ impl TreeCore {
                 let (root, root_latch) = self.page(root_pid)?;
                 let mut lx = left_latch.exclusive();
                 let mut rx = root_latch.exclusive();
+                let (lower, upper) = (node.lower_fence()?, node.upper_fence()?);
                 let sep = self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos);
                 let root_node = NodeMut::new(root, &mut rx);
-                self.grow_root(root_node, root_pid, level + 1, &sep, left_pid, here.pid);
+                self.grow_root(
+                    slot,
+                    &mut above_x,
+                    root_node,
+                    root_pid,
+                    level + 1,
+                    (lower.as_deref(), upper.as_deref()),
+                    &sep,
+                    (left_pid, here.pid),
+                );
                 self.split_done(&mut node, NodeMut::new(left, &mut lx), contention);
                 for n in [&*node, &left, &root] {
                     refs.after(n);
@@ -194,7 +210,7 @@ impl TreeCore {
                 drop(above_x);
                 Ok(SplitOutcome::Done)
             }
-            Some(pnode) => {
+            Ok(pnode) => {
                 let mut pnode = NodeMut::new(pnode, &mut above_x);
                 if !pnode.fits(&node.key(sep_pos)?, 4)? {
                     return Ok(SplitOutcome::ParentFull);
@@ -218,6 +234,17 @@ impl TreeCore {
         }
     }
 
+    /// Whether the root over `key` (its partition's, in a multi-rooted tree) is below
+    /// `level`.
+    #[cold]
+    fn shorter_than(&self, key: &[u8], level: u16) -> Result<bool, Restart> {
+        let (_, _, root) =
+            self.root_snapshot::<crate::engine::OptimisticNoWait>(&mut Target::Key(key, level))?;
+        let l = root.node.level();
+        root.guard.validate()?;
+        Ok(l < level)
+    }
+
     fn split_done(&self, node: &mut NodeMut, mut left: NodeMut, contention: bool) {
         self.events.splits.fetch_add(1, Ordering::Relaxed);
         if contention {
@@ -233,7 +260,7 @@ impl TreeCore {
 /// Pages taken for a split before its latches (see [`TreeCore::split_attempt`]); the ones
 /// the split does not use go back to the pool on drop, restarts included. Nothing was
 /// written to them, so giving them back changes nothing a reader of a stale id could see.
-struct Spare<'t> {
+pub(crate) struct Spare<'t> {
     tree: &'t TreeCore,
     /// The pages the split needs: 2 for a root split, else 1.
     n: usize,
@@ -245,7 +272,7 @@ impl<'t> Spare<'t> {
     /// under its latches). A tree with a memory budget takes none: pages held by an attempt
     /// that then restarts would make the budget look spent to other threads' splits for a
     /// moment, and turn into `OutOfSpace` errors a budget that has room must not give.
-    fn take(tree: &'t TreeCore, n: usize) -> Self {
+    pub(crate) fn take(tree: &'t TreeCore, n: usize) -> Self {
         let ids = if tree.has_memory_budget() {
             None
         } else {
@@ -255,7 +282,7 @@ impl<'t> Spare<'t> {
     }
 
     /// The pages taken before, or as many allocated now.
-    fn use_or_allocate(&mut self) -> Option<Vec<PageId>> {
+    pub(crate) fn use_or_allocate(&mut self) -> Option<Vec<PageId>> {
         self.ids.take().or_else(|| self.tree.allocate(self.n))
     }
 }

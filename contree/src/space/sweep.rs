@@ -89,15 +89,17 @@ impl TreeCore {
         }
     }
 
-    /// The level of the root (0 when it is a leaf). Never waits: 0 when a writer keeps
-    /// the root (a one-leaf tree under a long `update_with`), which leaves nothing to sweep.
+    /// The level of the root (0 when it is a leaf; in a multi-rooted tree, of the tallest
+    /// partition's root). Never waits: 0 when a writer keeps the root (a one-leaf tree under
+    /// a long `update_with`), which leaves nothing to sweep.
     pub(crate) fn optimistic_root_level(&self) -> u16 {
         for _ in 0..64 {
             let attempt = || -> Result<u16, Restart> {
-                let (_, root) = self.root_snapshot::<OptimisticNoWait>()?;
+                let (_, _, root) =
+                    self.root_snapshot::<OptimisticNoWait>(&mut Target::Rightmost(0))?;
                 let level = root.node.level();
                 root.guard.validate()?;
-                Ok(level)
+                Ok(level.max(self.optimistic_tallest_partition()?))
             };
             if let Ok(level) = attempt() {
                 return level;
@@ -117,11 +119,7 @@ impl TreeCore {
             freed += self.sweep(parent_level, want - freed, None).0;
             parent_level += 1;
         }
-        for _ in 0..4 {
-            if matches!(self.try_collapse_root(), Ok(true)) {
-                break;
-            }
-        }
+        self.try_collapse_roots();
         freed
     }
 
@@ -139,6 +137,16 @@ impl TreeCore {
         // A key inside the parent being swept (its lower fence); `None`: the rightmost.
         let mut cursor = start;
         loop {
+            if let Some(floor) = self.short_partition(cursor.as_deref(), parent_level) {
+                // A partition with no nodes at this level: on to the one to its left.
+                match floor {
+                    Some(l) => {
+                        cursor = Some(l);
+                        continue;
+                    }
+                    None => return (freed, None),
+                }
+            }
             let mut end = usize::MAX;
             let mut lower = None;
             while end > 0 {

@@ -26,7 +26,7 @@
 
 mod history;
 
-use contree::{Config, Error, LineMode, Tree};
+use contree::{Config, Error, LineMode, PartitionedTree, Tree};
 use history::{check_linearizable, Event, History, Op, Res};
 use shuttle::rand::{thread_rng, Rng};
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
@@ -52,8 +52,9 @@ struct Model {
     hot: std::ops::Range<usize>,
     /// Longest value written: above 128 bytes values go out of line (blob heap or pages).
     max_value: usize,
-    /// Relative weights of point writes, point reads, scans and `compact()`.
-    weights: [u32; 4],
+    /// Relative weights of point writes, point reads, scans, `compact()` and slices or
+    /// melds (a weight above 0 makes the tree a `PartitionedTree`).
+    weights: [u32; 5],
     /// Yields inside each `update_with` closure: a holder that keeps its leaf latched for
     /// that long (as a descheduled one would), so that writers that find the latch taken
     /// hand their operations to it (leaf combining).
@@ -70,6 +71,8 @@ struct Model {
 #[derive(Default)]
 struct Totals {
     executions: AtomicU64,
+    slices: AtomicU64,
+    melds: AtomicU64,
     splits: AtomicU64,
     merges: AtomicU64,
     contention_splits: AtomicU64,
@@ -396,7 +399,11 @@ fn execution(model: &Model, totals: &Totals) {
             .map(|(i, k)| (k.clone(), i))
             .collect(),
     );
-    let tree = Arc::new(Tree::with_config(model.config.clone()).unwrap());
+    let tree = Arc::new(if model.weights[4] > 0 {
+        Subject::Parted(PartitionedTree::with_config(model.config.clone()).unwrap())
+    } else {
+        Subject::Plain(Tree::with_config(model.config.clone()).unwrap())
+    });
     // Filled in a scattered order (a stride prime to the key count), so that splits leave
     // leaves half full and removals soon merge them.
     let stride = (7..).find(|s| gcd(*s, model.keys) == 1).unwrap();
@@ -437,7 +444,8 @@ fn execution(model: &Model, totals: &Totals) {
                         0 => point_op(&model, &tree, &keys, &history, t, seq, true),
                         1 => point_op(&model, &tree, &keys, &history, t, seq, false),
                         2 => scan_op(&model, &tree, &keys, &index, &history, t),
-                        _ => history.note(t, || format!("compact() -> {}", tree.compact())),
+                        3 => history.note(t, || format!("compact() -> {}", tree.compact())),
+                        _ => reshape_op(&model, &tree, &keys, &history, t),
                     }
                 }
             })
@@ -520,6 +528,57 @@ fn execution(model: &Model, totals: &Totals) {
     totals
         .leaf_restarts
         .fetch_add(s.leaf_restarts, Ordering::Relaxed);
+    totals.slices.fetch_add(s.slices, Ordering::Relaxed);
+    totals.melds.fetch_add(s.melds, Ordering::Relaxed);
+}
+
+/// The tree a model runs on: a `Tree`, or a `PartitionedTree` for models that slice and
+/// meld (every other operation goes through its `Deref` to `Tree`).
+enum Subject {
+    Plain(Tree),
+    Parted(PartitionedTree),
+}
+
+impl std::ops::Deref for Subject {
+    type Target = Tree;
+    fn deref(&self) -> &Tree {
+        match self {
+            Subject::Plain(t) => t,
+            Subject::Parted(p) => p,
+        }
+    }
+}
+
+/// A slice at a key of the set, or a meld at one of the boundaries (which another thread
+/// may have melded meanwhile). Neither changes the contents, so the history only notes it.
+fn reshape_op(model: &Model, tree: &Subject, keys: &[Vec<u8>], history: &History, t: usize) {
+    let Subject::Parted(tree) = tree else {
+        unreachable!("reshapes run on a PartitionedTree")
+    };
+    let bounds = tree.boundaries();
+    if !bounds.is_empty() && thread_rng().gen_bool(0.5) {
+        let at = &bounds[thread_rng().gen_range(0..bounds.len())];
+        let r = tree.meld(at);
+        assert!(
+            matches!(r, Ok(()) | Err(Error::NoSuchBoundary { .. })),
+            "{r:?}"
+        );
+        history.note(t, || format!("meld({at:?}) -> {r:?}"));
+    } else {
+        let at = &keys[pick_key(model)];
+        let r = tree.slice(at);
+        assert!(
+            matches!(
+                r,
+                Ok(())
+                    | Err(Error::BoundaryExists { .. })
+                    | Err(Error::KeyTooLarge { .. })
+                    | Err(Error::OutOfSpace { .. })
+            ),
+            "{r:?}"
+        );
+        history.note(t, || format!("slice({at:?}) -> {r:?}"));
+    }
 }
 
 /// Runs `body` under [`iterations`] schedules of the random scheduler and as many of the
@@ -553,7 +612,7 @@ fn check(model: Model) -> Arc<Totals> {
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
          {} diverted to the side structure, {} updates in line mode, {} line mode exits, \
-         {} leaf phases run again",
+         {} leaf phases run again, {} slices, {} melds",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -567,6 +626,8 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.line_updates),
         get(&totals.line_exits),
         get(&totals.leaf_restarts),
+        get(&totals.slices),
+        get(&totals.melds),
     );
     totals
 }
@@ -584,7 +645,7 @@ fn splits_and_merges() {
         ops_per_thread: 6,
         hot: 200..206,
         max_value: 200,
-        weights: [6, 2, 2, 0],
+        weights: [6, 2, 2, 0, 0],
         holder_yields: 0,
         mark_hot: false,
         update_bias: 0,
@@ -595,6 +656,54 @@ fn splits_and_merges() {
     // Reads met writers of their leaves and ran the leaf phase again (`engine::phases`):
     // a leaf phase reused on a leaf that split or merged meanwhile returns a wrong result.
     assert!(totals.leaf_restarts.load(Ordering::Relaxed) > 0);
+}
+
+/// Slices and melds of a `PartitionedTree` (`crate::partition`) while other threads write,
+/// read and scan across the boundaries: every slice and meld latches the table and a path
+/// top-down, and descents that crossed the path before restart on its versions.
+#[test]
+fn slices_and_melds_beside_writers() {
+    let totals = check(Model {
+        config: small_config(),
+        keys: 400,
+        long_keys: false,
+        initially: |i| i % 5 != 4,
+        threads: 3,
+        ops_per_thread: 6,
+        hot: 200..206,
+        max_value: 200,
+        weights: [5, 2, 2, 0, 3],
+        holder_yields: 0,
+        mark_hot: false,
+        update_bias: 0,
+    });
+    assert!(totals.slices.load(Ordering::Relaxed) > 0);
+    assert!(totals.melds.load(Ordering::Relaxed) > 0);
+    assert!(totals.splits.load(Ordering::Relaxed) > 0);
+    assert!(totals.merges.load(Ordering::Relaxed) > 0);
+}
+
+/// Slices and melds beside `compact()` (XMerge across the partitions' nodes, root collapse
+/// in the table's slots) and long keys (boundaries at long keys are refused).
+#[test]
+fn slices_and_melds_beside_compaction_and_long_keys() {
+    let totals = check(Model {
+        config: small_config(),
+        keys: 120,
+        long_keys: true,
+        initially: |i| i % 3 != 2,
+        threads: 3,
+        ops_per_thread: 6,
+        hot: 60..64,
+        max_value: 150,
+        weights: [5, 2, 1, 2, 3],
+        holder_yields: 0,
+        mark_hot: false,
+        update_bias: 0,
+    });
+    assert!(totals.slices.load(Ordering::Relaxed) > 0);
+    assert!(totals.melds.load(Ordering::Relaxed) > 0);
+    assert!(totals.xmerges.load(Ordering::Relaxed) > 0);
 }
 
 /// Long keys (rests out of line, in the blob heap) and values in and out of line.
@@ -609,7 +718,7 @@ fn long_keys_and_out_of_line_values() {
         ops_per_thread: 5,
         hot: 10..16,
         max_value: 600,
-        weights: [6, 2, 2, 0],
+        weights: [6, 2, 2, 0, 0],
         holder_yields: 0,
         mark_hot: false,
         update_bias: 0,
@@ -637,7 +746,7 @@ fn contention_split() {
         ops_per_thread: 6,
         hot: 20..24,
         max_value: 40,
-        weights: [7, 1, 2, 0],
+        weights: [7, 1, 2, 0, 0],
         holder_yields: 0,
         mark_hot: false,
         update_bias: 0,
@@ -664,7 +773,7 @@ fn leaf_combining() {
         ops_per_thread: 5,
         hot: 20..26,
         max_value: 30,
-        weights: [9, 1, 1, 0],
+        weights: [9, 1, 1, 0, 0],
         holder_yields: 100,
         mark_hot: false,
         update_bias: 0,
@@ -692,7 +801,7 @@ fn line_mode() {
         ops_per_thread: 8,
         hot: 20..26,
         max_value: 40,
-        weights: [8, 4, 1, 1],
+        weights: [8, 4, 1, 1, 0],
         holder_yields: 2,
         mark_hot: false,
         update_bias: 16,
@@ -723,7 +832,7 @@ fn side_structure() {
         ops_per_thread: 6,
         hot: 30..36,
         max_value: 30,
-        weights: [8, 3, 1, 1],
+        weights: [8, 3, 1, 1, 0],
         holder_yields: 0,
         mark_hot: true,
         update_bias: 0,
@@ -748,7 +857,7 @@ fn xmerge_beside_writers() {
         ops_per_thread: 5,
         hot: 60..70,
         max_value: 100,
-        weights: [5, 2, 2, 2],
+        weights: [5, 2, 2, 2, 0],
         holder_yields: 0,
         mark_hot: false,
         update_bias: 0,
@@ -772,7 +881,7 @@ fn memory_budget() {
         ops_per_thread: 6,
         hot: 10..16,
         max_value: 300,
-        weights: [7, 1, 2, 1],
+        weights: [7, 1, 2, 1, 0],
         holder_yields: 0,
         mark_hot: false,
         update_bias: 0,

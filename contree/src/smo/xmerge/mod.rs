@@ -194,12 +194,12 @@ impl TreeCore {
         }
         let (freed, lost) =
             self.apply_xmerge(NodeMut::new(pnode, &mut px), lo, &mut latched, chunks);
-        let empty_root = pnode.count() == 0 && self.root_id() == parent.pid;
+        let empty_root = pnode.count() == 0 && self.is_root(parent.pid);
         drop(latched);
         drop(px);
         self.release_keys(&lost);
         if empty_root {
-            let _ = self.try_collapse_root();
+            self.try_collapse_roots();
         }
         Ok(Some(freed))
     }
