@@ -33,6 +33,7 @@
 //! * `smo`: splits, merges, XMerge, and the one place inner nodes change;
 //! * `ops`: the operations of [`Tree`]: point reads and writes, the atomic per-key
 //!   operations, ranges, pops, bulk removals, batches and the std collection traits;
+//! * `partition`: the multi-rooted [`PartitionedTree`] (partition table, slice, meld);
 //! * `space`: the space manager, sweeps, reclaim and `compact`;
 //! * `typed`: codecs and [`TreeMap`] (its atomic per-key operations, ranges, collection
 //!   surface and serde support);

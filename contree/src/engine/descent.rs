@@ -442,14 +442,6 @@ impl TreeCore {
         if level == 0 {
             return Ok((node, guard));
         }
-        if level == TABLE_LEVEL {
-            let (_, _, root) =
-                self.table_step::<Optimistic>(node, guard, &mut Target::Key(key, 0))?;
-            (node, guard, level) = (root.node, root.guard, root.node.level());
-            if level == 0 {
-                return Ok((node, guard));
-            }
-        }
         let mut pos = node.point_search::<false>(key, self.directory())?.0;
         // Inner levels above the leaves' parents: the loop's trip count is the tree's height
         // less two, the same for every read, so its branch predicts.
@@ -461,8 +453,21 @@ impl TreeCore {
             (node, guard) = (next, next_guard);
             level -= 1;
             if node.level() != level {
-                // The child changed since its id was read, or the read was torn.
-                return Err(Restart);
+                // The child changed since its id was read, or the read was torn; or the
+                // parent was a partition table (`crate::partition`), whose children are
+                // roots of any height: then on at the partition root's level. Handled on
+                // this branch, never taken in a tree without a table, so that such a tree
+                // pays nothing for partitions.
+                if level + 1 != TABLE_LEVEL {
+                    return Err(Restart);
+                }
+                level = node.level();
+                if level >= TABLE_LEVEL - 1 {
+                    return Err(Restart);
+                }
+                if level == 0 {
+                    return Ok((node, guard));
+                }
             }
             pos = node.point_search::<false>(key, self.directory())?.0;
         }
