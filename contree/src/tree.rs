@@ -88,11 +88,17 @@ impl Tree {
     /// assert!(matches!(bad, Err(Error::InvalidConfig { field: "page_size", .. })));
     /// ```
     pub fn with_config(config: Config) -> Result<Tree, Error> {
-        let core = Arc::new(TreeCore::new(config)?);
+        Ok(Tree::with_core(TreeCore::new(config)?))
+    }
+
+    /// A tree over `core` (a `PartitionedTree`'s has its table installed), joined to the
+    /// space manager if its config says so.
+    pub(crate) fn with_core(core: TreeCore) -> Tree {
+        let core = Arc::new(core);
         if core.config().space_manager {
             crate::space::manager::register(&core);
         }
-        Ok(Tree { core })
+        Tree { core }
     }
 
     /// The configuration the tree was built with.

@@ -238,13 +238,13 @@ pub(crate) struct Visit<'t> {
     pub guard: OptimisticGuard<'t>,
 }
 
-/// Where the id of a root is kept: the tree's root word (guarded by the meta latch), or slot
-/// `pos` of the partition table `table` of a multi-rooted tree (`crate::partition`), guarded
-/// by the table's latch.
+/// Where the id of a root is kept: the tree's root word (guarded by the meta latch), or a
+/// slot of the partition table of a multi-rooted tree (`crate::partition`; the table is the
+/// root page for the tree's whole life), guarded by the table's latch.
 #[derive(Clone, Copy)]
 pub(crate) enum RootSlot {
     Meta,
-    Table(Node, usize),
+    Table(u32),
 }
 
 /// What lies above the node a descent ended at.
@@ -303,7 +303,7 @@ impl TreeCore {
     /// root's id was used, as the guard of the root's slot.
     #[cold]
     #[inline(never)]
-    pub(crate) fn table_step<'t, A: Access<'t>>(
+    fn table_step<'t, A: Access<'t>>(
         &'t self,
         table: Node,
         above: OptimisticGuard<'t>,
@@ -320,7 +320,7 @@ impl TreeCore {
         }
         Ok((
             above,
-            RootSlot::Table(table, pos),
+            RootSlot::Table(pos as u32),
             Visit { pid, node, guard },
         ))
     }

@@ -6,9 +6,9 @@
 //! edge of the taller partition (or the two roots) and the table.
 
 use super::PartitionedTree;
-use crate::engine::TreeCore;
+use crate::engine::{RootSlot, TreeCore};
 use crate::error::Error;
-use crate::node::{Extra, Node, NodeMut, TABLE_LEVEL};
+use crate::node::{Extra, Node, NodeMut};
 use crate::smo::Spare;
 use crate::sync::{ExclusiveGuard, Restart};
 use std::cmp::Ordering;
@@ -69,7 +69,7 @@ impl PartitionedTree {
 impl TreeCore {
     fn meld_attempt(&self, at: &[u8]) -> Result<Melded, Restart> {
         let dir = self.directory();
-        let Some((_, table, table_guard)) = self.table_snapshot()? else {
+        let Some((table, table_guard)) = self.table_snapshot()? else {
             unreachable!("a PartitionedTree has a table");
         };
         let (tpos, found) = table.lower_bound(at, dir)?;
@@ -89,9 +89,6 @@ impl TreeCore {
         let mut tx = table_guard.upgrade_exclusive()?;
         let lx = lguard.upgrade_exclusive()?;
         let mut rx = rguard.upgrade_exclusive()?;
-        if hl == TABLE_LEVEL || hr == TABLE_LEVEL {
-            return Err(Restart);
-        }
         let lower = lnode.lower_fence()?;
         let upper = rnode.upper_fence()?;
         let size = lnode.page_size();
@@ -108,16 +105,20 @@ impl TreeCore {
                 let Some(fresh) = spare.use_or_allocate() else {
                     return Ok(Melded::OutOfSpace);
                 };
+                // Over both, in the slot the right one leaves (`grow_root` publishes it).
                 let (root, root_latch) = self.page(fresh[0])?;
                 let mut x = root_latch.exclusive();
-                let mut root = NodeMut::new(root, &mut x);
-                root.init(hl + 1, lower.as_deref(), upper.as_deref(), &[]);
-                let ok = root.insert_entry(0, at, &lpid.to_ne_bytes());
-                assert!(ok, "a fresh root holds one separator");
-                root.set_upper_child(rpid);
-                let mut table = NodeMut::new(table, &mut tx);
-                self.remove_separator(&mut table, tpos);
-                table.set_child(tpos, fresh[0]);
+                self.remove_separator(&mut NodeMut::new(table, &mut tx), tpos);
+                self.grow_root(
+                    RootSlot::Table(tpos as u32),
+                    &mut tx,
+                    NodeMut::new(root, &mut x),
+                    fresh[0],
+                    hl + 1,
+                    (lower.as_deref(), upper.as_deref()),
+                    at,
+                    (lpid, rpid),
+                );
                 1
             }
             Ordering::Less => {
@@ -140,9 +141,8 @@ impl TreeCore {
                         right: false,
                     });
                 }
-                let mut table = NodeMut::new(table, &mut tx);
-                self.remove_separator(&mut table, tpos);
-                table.set_child(tpos, lpid);
+                self.remove_separator(&mut NodeMut::new(table, &mut tx), tpos);
+                self.set_root_at(RootSlot::Table(tpos as u32), &mut tx, lpid);
                 edge.len()
             }
         };
@@ -196,9 +196,13 @@ impl TreeCore {
             plans.push((lo, hi, extra));
         }
         for ((node, x), (lo, hi, extra)) in edge.iter_mut().zip(plans) {
-            NodeMut::new(*node, x).rebuild(lo.as_deref(), hi.as_deref(), extra);
+            self.rebuild_node(
+                &mut NodeMut::new(*node, x),
+                lo.as_deref(),
+                hi.as_deref(),
+                extra,
+            );
         }
-        self.structure_changed();
         Ok(None)
     }
 }

@@ -140,24 +140,13 @@ impl PartitionedTree {
     }
 }
 
-/// The partition table's page id, read view and snapshot.
-type TableSnapshot<'t> = (PageId, crate::node::Node, crate::sync::OptimisticGuard<'t>);
+/// The partition table's read view and snapshot.
+type TableSnapshot<'t> = (crate::node::Node, crate::sync::OptimisticGuard<'t>);
 
 /// A consistent copy of the partition table.
 pub(crate) struct TableCopy {
     pub boundaries: Vec<Vec<u8>>,
     pub roots: Vec<PageId>,
-}
-
-impl Tree {
-    /// A tree over `core`, joined to the space manager if its config says so.
-    pub(crate) fn with_core(core: TreeCore) -> Tree {
-        let core = std::sync::Arc::new(core);
-        if core.config().space_manager {
-            crate::space::manager::register(&core);
-        }
-        Tree { core }
-    }
 }
 
 impl TreeCore {
@@ -191,27 +180,35 @@ impl TreeCore {
         if !self.partitioned {
             return Ok(None);
         }
-        let meta = self.meta().optimistic();
-        let pid = self.root_id();
-        let (node, latch) = self.page(pid)?;
+        // The table is the root for the tree's whole life: its id needs no meta snapshot.
+        let (node, latch) = self.page(self.root_id())?;
         let guard = if WAIT {
             latch.optimistic()
         } else {
             latch.try_optimistic().ok_or(Restart)?
         };
-        meta.validate()?;
-        if node.level() != TABLE_LEVEL {
-            guard.validate()?;
-            return Ok(None);
-        }
-        Ok(Some((pid, node, guard)))
+        Ok(Some((node, guard)))
+    }
+
+    /// The level of the root in slot `pos` of the table `table` (the caller validates the
+    /// table's snapshot afterwards). Never waits.
+    fn optimistic_root_level_at(
+        &self,
+        table: &crate::node::Node,
+        pos: usize,
+    ) -> Result<u16, Restart> {
+        let (root, latch) = self.page(table.child(pos)?)?;
+        let guard = latch.try_optimistic().ok_or(Restart)?;
+        let level = root.level();
+        guard.validate()?;
+        Ok(level)
     }
 
     /// A consistent copy of the partition table (one partition, no boundaries, for a tree
     /// without one).
     pub(crate) fn table_copy(&self) -> TableCopy {
         self.retry(|| {
-            let Some((_, node, guard)) = self.table_snapshot()? else {
+            let Some((node, guard)) = self.table_snapshot()? else {
                 return Ok(TableCopy {
                     boundaries: Vec::new(),
                     roots: vec![self.root_id()],
@@ -233,7 +230,7 @@ impl TreeCore {
     /// is not a root (a merge then goes one level up, where the descent tells).
     pub(crate) fn is_partition_root(&self, pid: PageId) -> bool {
         let attempt = || -> Result<bool, Restart> {
-            let Some((_, node, guard)) = self.table_snapshot_waiting::<false>()? else {
+            let Some((node, guard)) = self.table_snapshot_waiting::<false>()? else {
                 return Ok(false);
             };
             let mut found = false;
@@ -243,7 +240,7 @@ impl TreeCore {
             guard.validate()?;
             Ok(found)
         };
-        (0..16).any(|_| attempt() == Ok(true))
+        (0..16).find_map(|_| attempt().ok()).unwrap_or(false)
     }
 
     /// A key of each root's range to descend to it by (`None`: the rightmost): one per
@@ -255,21 +252,17 @@ impl TreeCore {
         targets
     }
 
-    /// The level of the tallest partition's root (0 for a tree without a table).
-    pub(crate) fn optimistic_tallest_partition(&self) -> Result<u16, Restart> {
-        let Some((_, node, guard)) = self.table_snapshot()? else {
-            return Ok(0);
+    /// The level of the tallest partition's root; `None` for a tree without a table.
+    pub(crate) fn optimistic_tallest_partition(&self) -> Result<Option<u16>, Restart> {
+        let Some((node, guard)) = self.table_snapshot()? else {
+            return Ok(None);
         };
         let mut tallest = 0;
         for i in 0..=node.count() {
-            let (root, latch) = self.page(node.child(i)?)?;
-            let g = latch.try_optimistic().ok_or(Restart)?;
-            let level = root.level();
-            g.validate()?;
-            tallest = tallest.max(level);
+            tallest = tallest.max(self.optimistic_root_level_at(&node, i)?);
         }
         guard.validate()?;
-        Ok(tallest)
+        Ok(Some(tallest))
     }
 
     /// For a sweep of the nodes at `level` about to descend to `key` (`None`: the rightmost):
@@ -282,17 +275,14 @@ impl TreeCore {
         level: u16,
     ) -> Option<Option<Vec<u8>>> {
         let attempt = || -> Result<Option<Option<Vec<u8>>>, Restart> {
-            let Some((_, node, guard)) = self.table_snapshot()? else {
+            let Some((node, guard)) = self.table_snapshot()? else {
                 return Ok(None);
             };
             let pos = match key {
                 Some(k) => node.point_search::<false>(k, self.directory())?.0,
                 None => node.count(),
             };
-            let (root, latch) = self.page(node.child(pos)?)?;
-            let g = latch.try_optimistic().ok_or(Restart)?;
-            let root_level = root.level();
-            g.validate()?;
+            let root_level = self.optimistic_root_level_at(&node, pos)?;
             let lower = match pos {
                 0 => None,
                 p => Some(node.key(p - 1)?),

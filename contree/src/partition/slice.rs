@@ -83,7 +83,7 @@ impl PartitionedTree {
 impl TreeCore {
     fn slice_attempt(&self, at: &[u8]) -> Result<Sliced, Restart> {
         let dir = self.directory();
-        let Some((table_pid, table, table_guard)) = self.table_snapshot()? else {
+        let Some((table, table_guard)) = self.table_snapshot()? else {
             unreachable!("a PartitionedTree has a table");
         };
         let (tpos, exists) = table.lower_bound(at, dir)?;
@@ -147,9 +147,6 @@ impl TreeCore {
         let mut cuts = Vec::with_capacity(held.len());
         let mut below: PageId = 0;
         for (node, _) in &held {
-            if node.level() == TABLE_LEVEL {
-                return Err(Restart);
-            }
             let (pos, found) = node.lower_bound(at, dir)?;
             let ends = match (node.is_leaf(), found) {
                 (true, true) => (pos + 1, pos + 1),
@@ -173,12 +170,12 @@ impl TreeCore {
         for ((node, x), (&ends, &left_pid)) in held.iter_mut().zip(cuts.iter().zip(&fresh)).rev() {
             let (left, left_latch) = self.page(left_pid)?;
             let mut lx = left_latch.exclusive();
-            NodeMut::new(*node, x).slice(NodeMut::new(left, &mut lx), ends, at, below);
+            let left = NodeMut::new(left, &mut lx);
+            self.slice_node(&mut NodeMut::new(*node, x), left, ends, at, below);
             below = left_pid;
         }
         let mut table_mut = NodeMut::new(table, &mut table_x);
         self.add_separator(&mut table_mut, at, below);
-        debug_assert_eq!(table_pid, self.root_id());
         self.repartitioned(true, 2 * held.len() + 1);
         Ok(Sliced::Done { height })
     }

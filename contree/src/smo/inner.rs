@@ -1,6 +1,6 @@
 //! The one place through which every change of an inner node passes: separators added by
 //! splits and removed by merges, roots grown and collapsed, inner nodes split, merged and
-//! rewritten by XMerge. Each change bumps `Events::inner_changes` under the latch of the
+//! rewritten by XMerge, cut by slices and re-fenced by melds (`crate::partition`). Each change bumps `Events::inner_changes` under the latch of the
 //! node it changes (and the children whose ranges change, still latched); upper-level
 //! replicas (NUMA) will hook here to follow the changes, and point reads' two phases
 //! (`engine::phases`) read it as their structure sequence.
@@ -9,7 +9,7 @@
 //! are not counted.
 
 use crate::engine::{RootSlot, TreeCore};
-use crate::node::{Fence, NodeMut, Scratch};
+use crate::node::{Extra, Fence, NodeMut, Scratch};
 use crate::page::PageId;
 use crate::sync::ExclusiveGuard;
 
@@ -84,7 +84,10 @@ impl TreeCore {
     pub(crate) fn set_root_at(&self, slot: RootSlot, slot_x: &mut ExclusiveGuard, pid: PageId) {
         match slot {
             RootSlot::Meta => self.set_root(pid),
-            RootSlot::Table(table, pos) => NodeMut::new(table, slot_x).set_child(pos, pid),
+            RootSlot::Table(pos) => {
+                let (table, _) = self.page(self.root_id()).expect("the table's page");
+                NodeMut::new(table, slot_x).set_child(pos as usize, pid);
+            }
         }
     }
 
@@ -105,6 +108,35 @@ impl TreeCore {
         if !right.is_leaf() {
             self.inner_changed();
         }
+    }
+
+    /// Cuts the latched `node` at `at` into the fresh, latched `left` (a slice of a
+    /// multi-rooted tree, `crate::partition`; see [`NodeMut::slice`]).
+    pub(crate) fn slice_node(
+        &self,
+        node: &mut NodeMut,
+        left: NodeMut,
+        ends: (usize, usize),
+        at: &[u8],
+        left_upper: PageId,
+    ) {
+        node.slice(left, ends, at, left_upper);
+        if !node.is_leaf() {
+            self.inner_changed();
+        }
+    }
+
+    /// Rebuilds the latched inner `node` with new fences and `extra` (a meld of a
+    /// multi-rooted tree; see [`NodeMut::rebuild`]).
+    pub(crate) fn rebuild_node(
+        &self,
+        node: &mut NodeMut,
+        lower: Fence,
+        upper: Fence,
+        extra: Extra,
+    ) {
+        node.rebuild(lower, upper, extra);
+        self.inner_changed();
     }
 
     /// Overwrites the latched `node` with the node built in `scratch` (XMerge).

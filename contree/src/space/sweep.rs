@@ -95,11 +95,14 @@ impl TreeCore {
     pub(crate) fn optimistic_root_level(&self) -> u16 {
         for _ in 0..64 {
             let attempt = || -> Result<u16, Restart> {
+                if let Some(tallest) = self.optimistic_tallest_partition()? {
+                    return Ok(tallest);
+                }
                 let (_, _, root) =
                     self.root_snapshot::<OptimisticNoWait>(&mut Target::Rightmost(0))?;
                 let level = root.node.level();
                 root.guard.validate()?;
-                Ok(level.max(self.optimistic_tallest_partition()?))
+                Ok(level)
             };
             if let Ok(level) = attempt() {
                 return level;
