@@ -57,6 +57,15 @@ pub enum Error {
         /// The partitions the tree has.
         partitions: usize,
     },
+    /// The thread-per-core [`Executor`](crate::Executor) was shut down (or its worker
+    /// stopped) before the request was carried out: the request changed nothing.
+    ExecutorStopped,
+    /// An action of the thread-per-core executor ([`Local`](crate::Local)) named a key
+    /// outside the partition it runs on.
+    OutsidePartition {
+        /// The key.
+        key: Vec<u8>,
+    },
     /// A `Config` field is out of its allowed range.
     InvalidConfig {
         /// The offending field.
@@ -93,6 +102,14 @@ impl fmt::Display for Error {
             Error::TooManyPartitions { partitions } => write!(
                 f,
                 "the partition table is full ({partitions} partitions); meld some first"
+            ),
+            Error::ExecutorStopped => write!(
+                f,
+                "the executor was shut down before the request was carried out; nothing changed"
+            ),
+            Error::OutsidePartition { key } => write!(
+                f,
+                "{key:?} lies outside the partition this action runs on;                  send the request through the executor's client instead"
             ),
             Error::InvalidConfig { field, reason } => {
                 write!(f, "invalid Config::{field}: {reason}")

@@ -285,7 +285,7 @@ impl TreeCore {
         let (old_slots, slots) = (slots, slots.max(slot + 1));
         let mut start = u32_of(&page, DATA_START).expect("a heap page");
         if start < HDR + SLOT * slots + len {
-            let _x = latch.exclusive();
+            let _x = latch.exclusive_atomic();
             start = compact(&page, old_slots);
             self.events
                 .heap_packs
@@ -352,7 +352,7 @@ impl TreeCore {
     /// names it latched).
     pub(crate) fn heap_overwrite(&self, (pid, slot): Chunk, len: usize, bytes: &[u8]) {
         let (page, latch) = self.heap_page(pid);
-        let _x = latch.exclusive();
+        let _x = latch.exclusive_atomic();
         // SAFETY: the chunk is the caller's and the page's latch is held exclusively:
         // optimistic readers of these bytes fail validation.
         unsafe { write_start(&page, slot, len, bytes) };

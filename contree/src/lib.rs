@@ -33,7 +33,8 @@
 //! * `smo`: splits, merges, XMerge, and the one place inner nodes change;
 //! * `ops`: the operations of [`Tree`]: point reads and writes, the atomic per-key
 //!   operations, ranges, pops, bulk removals, batches and the std collection traits;
-//! * `partition`: the multi-rooted [`PartitionedTree`] (partition table, slice, meld);
+//! * `partition`: the multi-rooted [`PartitionedTree`] (partition table, slice, meld) and
+//!   the thread-per-core [`Executor`] over it (workers that own partitions, their queues);
 //! * `space`: the space manager, sweeps, reclaim and `compact`;
 //! * `typed`: codecs and [`TreeMap`] (its atomic per-key operations, ranges, collection
 //!   surface and serde support);
@@ -69,8 +70,12 @@ pub use config::{Config, LineMode, SideStructure, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use error::Error;
 pub use long_key::MAX_KEY_LEN;
 pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
+pub use partition::executor::{
+    Client, Executor, ExecutorConfig, ExecutorStats, KeyValue, Local, Op, OpResult,
+};
 pub use partition::PartitionedTree;
 pub use stats::Stats;
+pub use sync::owner::{latch_acquisitions, LatchAcquisitions};
 pub use tree::Tree;
 pub use typed::codec;
 pub use typed::codec::{KeyCodec, KeyEncode, Scattered, ValueCodec, ValueEncode};

@@ -15,6 +15,8 @@
 //!   `try_upgrade_exclusive`, `try_exclusive`, `try_optimistic`);
 //! * (e) with a parking lot modelled on loom's `Mutex` and `Condvar` (`check_parking`),
 //!   waiters that go to sleep are always woken: a lost wake-up is a loom deadlock;
+//! * (g) owner mode (`contree/src/sync/owner.rs`): an owner's plain-store acquisitions keep
+//!   the seqlock property for optimistic readers on other threads;
 //! * (f) the blob heap's read protocol (`contree/src/heap.rs`): a reader that validates the
 //!   heap page's latch never accepts a chunk torn by a pack that moves it, and a reader that
 //!   validates the leaf's latch never accepts the bytes of a chunk that was freed after the
@@ -162,6 +164,33 @@ mod sync {
             loom::thread::yield_now();
         }
     }
+
+    std::thread_local! {
+        /// Owner mode (`contree/src/sync/owner.rs`): the latch address the model's owner
+        /// thread owns (0: none). Loom runs every thread on one OS thread, so the model
+        /// keeps the owner's loom thread id beside it.
+        static OWNED: std::cell::Cell<(usize, Option<loom::thread::ThreadId>)> =
+            const { std::cell::Cell::new((0, None)) };
+    }
+
+    /// Makes the calling model thread the owner of the latch at `addr`.
+    pub(crate) fn set_owner(addr: usize) {
+        OWNED.with(|c| c.set((addr, Some(loom::thread::current().id()))));
+    }
+
+    /// Owner mode's test: the calling thread owns the latch at `addr`.
+    pub(crate) fn owns(addr: usize) -> bool {
+        let (owned, owner) = OWNED.with(|c| c.get());
+        owned == addr && owner == Some(loom::thread::current().id())
+    }
+
+    /// A yield of the model.
+    pub(crate) fn yield_now() {
+        loom::thread::yield_now();
+    }
+
+    /// Counting is the `latch-stats` feature's, not modelled.
+    pub(crate) fn count_acquisition(_owner: bool) {}
 
     /// Line mode (`contree/src/sync/lines.rs`) is not part of these models: no latch here
     /// ever enters it, so ending it has nothing to wait for. Its protocol is modelled under
@@ -339,6 +368,42 @@ fn optimistic_reader_validates_only_consistent_pairs() {
     });
 }
 
+/// An optimistic reader of `shared` that reads b first, then a (the opposite order of the
+/// writes): a validated read saw a consistent pair.
+fn read_backwards_and_validate(shared: &Pair) {
+    let guard = shared.latch.optimistic();
+    let b = shared.b.load(Ordering::Relaxed);
+    let a = shared.a.load(Ordering::Relaxed);
+    if guard.validate().is_ok() {
+        assert_eq!(a, b, "validate() succeeded after a torn read: a={a} b={b}");
+    }
+}
+
+/// (g) Owner mode (`contree/src/sync/owner.rs`): an owner that latches with plain stores
+/// (no read-modify-write) still publishes its writes as a seqlock writer, so an optimistic
+/// reader on another thread validates only consistent pairs, and the version counts every
+/// write; the owner's shared acquisitions write nothing.
+#[test]
+fn owner_writes_keep_optimistic_readers_correct() {
+    check(|| {
+        let shared = Pair::new();
+        let w = shared.clone();
+        let writer = thread::spawn(move || {
+            sync::set_owner(&w.latch as *const HybridLatch as usize);
+            for v in 1..=2 {
+                w.write(v);
+            }
+            drop(w.latch.shared());
+            let g = w.latch.optimistic();
+            drop(g.upgrade_exclusive().expect("nobody else writes"));
+        });
+        read_backwards_and_validate(&shared);
+        writer.join().unwrap();
+        assert_eq!(shared.latch.version(), 3);
+        assert!(!shared.latch.is_exclusive());
+    });
+}
+
 /// (b') The same property with two readers of one pair and a writer that writes it twice.
 #[test]
 fn optimistic_reader_two_writes() {
@@ -350,13 +415,7 @@ fn optimistic_reader_two_writes() {
                 w.write(v);
             }
         });
-        // The reader reads b first, then a, i.e. in the opposite order of the writes.
-        let guard = shared.latch.optimistic();
-        let b = shared.b.load(Ordering::Relaxed);
-        let a = shared.a.load(Ordering::Relaxed);
-        if guard.validate().is_ok() {
-            assert_eq!(a, b, "validate() succeeded after a torn read: a={a} b={b}");
-        }
+        read_backwards_and_validate(&shared);
         writer.join().unwrap();
         assert_eq!(shared.latch.version(), 2);
     });

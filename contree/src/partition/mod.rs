@@ -23,6 +23,7 @@
 //!
 //! [`RootSlot::Table`]: crate::engine::RootSlot::Table
 
+pub(crate) mod executor;
 mod meld;
 mod slice;
 
@@ -132,6 +133,14 @@ impl PartitionedTree {
     /// ```
     pub fn boundaries(&self) -> Vec<Vec<u8>> {
         self.tree.core.table_copy().boundaries
+    }
+
+    /// The address of the partition table's latch word (the one page every worker of the
+    /// executor latches atomically, `sync::owner`).
+    pub(crate) fn table_latch_addr(&self) -> usize {
+        let core = &self.tree.core;
+        let (_, latch) = core.page(core.root_id()).expect("the table's page");
+        latch as *const crate::sync::HybridLatch as usize
     }
 
     /// The number of partitions (one more than the boundaries).

@@ -87,6 +87,10 @@ impl TreeCore {
     }
 
     fn defer_merge(&self, key: &[u8], level: u16, pid: PageId) {
+        if crate::sync::owner::active() {
+            // Not for other threads: the node is this owner's (`sync::owner`).
+            return;
+        }
         let d = &self.deferred;
         let mut list = d.list.lock().unwrap_or_else(|e| e.into_inner());
         let known = |e: &(Vec<u8>, u16, PageId)| {
@@ -106,7 +110,7 @@ impl TreeCore {
     /// Retries one deferred merge, if there is one. Cheap when there is none (one load).
     #[inline]
     pub(crate) fn retry_deferred_merge(&self) {
-        if self.deferred.len.load(Ordering::Relaxed) > 0 {
+        if self.deferred.len.load(Ordering::Relaxed) > 0 && !crate::sync::owner::active() {
             self.retry_deferred_merge_slow();
         }
     }

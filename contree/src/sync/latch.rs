@@ -19,10 +19,17 @@
 //! sleeper. Such an acquisition is a *slow path*, and every guard reports whether it took one
 //! ([`ExclusiveGuard::slow_path`]): contention detection is built on that bit.
 //!
+//! A thread in owner mode (`sync::owner`: the workers of the thread-per-core executor)
+//! acquires the latches of the pages it owns with plain stores instead; its guards remember
+//! it and release the same way.
+//!
 //! The guards carry the mode in their type: node writes need an `ExclusiveGuard`, so an
 //! optimistic or shared holder cannot modify a node by mistake.
 
-use crate::sync::{drain_lines, fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
+use crate::sync::{
+    count_acquisition, drain_lines, fence, owns, park, spin_hint, unpark_all, yield_now, AtomicU64,
+    Ordering,
+};
 
 const EXCLUSIVE: u64 = 1;
 const PARKED: u64 = 1 << 1;
@@ -77,6 +84,11 @@ fn wait_while(latch: &HybridLatch, blocked: impl Fn(u64) -> bool) {
         if round < SPIN_ROUNDS {
             spin_round(round);
             round += 1;
+            continue;
+        }
+        if owns(latch.addr()) {
+            // Owner mode never writes a word it waits on (`sync::owner`).
+            yield_now();
             continue;
         }
         if s & PARKED == 0
@@ -172,6 +184,11 @@ impl HybridLatch {
     }
 
     fn shared_inner(&self, end_lines: bool) -> SharedGuard<'_> {
+        if owns(self.addr()) {
+            if let Some(g) = self.owner_shared(None, end_lines) {
+                return g;
+            }
+        }
         let mut slow_path = false;
         loop {
             let s = self.state.load(Ordering::Relaxed);
@@ -186,9 +203,11 @@ impl HybridLatch {
                     .compare_exchange_weak(s, s + SHARED_ONE, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
+                    count_acquisition(false);
                     return SharedGuard {
                         latch: self,
                         slow_path,
+                        owned: false,
                     };
                 }
                 continue;
@@ -200,8 +219,49 @@ impl HybridLatch {
         }
     }
 
-    /// Acquires the latch exclusively, waiting while anybody else holds it.
+    /// The latch word's address (owner mode's test, `sync::owner`).
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const HybridLatch as usize
+    }
+
+    /// Owner mode's exclusive acquisition (`sync::owner`): a plain store, if the word is
+    /// free; `None` sends the caller to the atomic path (which waits, as always).
+    #[inline]
+    fn owner_exclusive(&self, version: Option<u64>) -> Option<ExclusiveGuard<'_>> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & (EXCLUSIVE | PARKED | SHARED_MASK | LINES) != 0
+            || version.is_some_and(|v| s & VERSION_MASK != v)
+        {
+            return None;
+        }
+        self.state.store(s | EXCLUSIVE, Ordering::Relaxed);
+        // As `ExclusiveGuard::acquired`: the store is ordered before every write the holder
+        // makes (the seqlock writer protocol).
+        fence(Ordering::Release);
+        count_acquisition(true);
+        Some(ExclusiveGuard {
+            latch: self,
+            slow_path: false,
+            owned: true,
+        })
+    }
+
+    /// Acquires the latch exclusively, waiting while anybody else holds it. In owner mode
+    /// (`sync::owner`) the latch of an owned page is taken with a plain store.
+    #[inline]
     pub fn exclusive(&self) -> ExclusiveGuard<'_> {
+        if owns(self.addr()) {
+            if let Some(x) = self.owner_exclusive(None) {
+                return x;
+            }
+        }
+        self.exclusive_atomic()
+    }
+
+    /// [`exclusive`](Self::exclusive) with a read-modify-write even in owner mode: for pages
+    /// that every thread writes (the blob heap's).
+    pub fn exclusive_atomic(&self) -> ExclusiveGuard<'_> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (EXCLUSIVE | SHARED_MASK) == 0
             && self
@@ -258,6 +318,16 @@ impl HybridLatch {
 
     /// Acquires the latch exclusively only if that is possible at once.
     pub fn try_exclusive(&self) -> Option<ExclusiveGuard<'_>> {
+        if owns(self.addr()) {
+            if let Some(x) = self.owner_exclusive(None) {
+                return Some(x);
+            }
+        }
+        self.try_exclusive_atomic()
+    }
+
+    /// [`try_exclusive`](Self::try_exclusive) with a read-modify-write even in owner mode.
+    fn try_exclusive_atomic(&self) -> Option<ExclusiveGuard<'_>> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (EXCLUSIVE | SHARED_MASK) != 0 {
             return None;
@@ -275,6 +345,11 @@ impl HybridLatch {
     pub(crate) fn try_exclusive_or_lines(
         &self,
     ) -> Result<Option<ExclusiveGuard<'_>>, OptimisticGuard<'_>> {
+        if owns(self.addr()) {
+            if let Some(x) = self.owner_exclusive(None) {
+                return Ok(Some(x));
+            }
+        }
         let s = self.state.load(Ordering::Acquire);
         if s & (EXCLUSIVE | SHARED_MASK) != 0 {
             return Ok(None);
@@ -301,7 +376,7 @@ impl HybridLatch {
     /// (Self::abandon_retire) undoes it if the memory could not be given back.
     pub(crate) fn try_retire(&self) -> Option<u64> {
         // Held for good: the guard is forgotten, not released.
-        std::mem::forget(self.try_exclusive()?);
+        std::mem::forget(self.try_exclusive_atomic()?);
         Some(self.state.load(Ordering::Relaxed) & VERSION_MASK)
     }
 
@@ -349,6 +424,36 @@ impl HybridLatch {
         fence(Ordering::SeqCst);
         drain_lines(self as *const HybridLatch as usize);
         self.state.fetch_and(!LINES, Ordering::Relaxed);
+    }
+
+    /// Owner mode's shared acquisition (`sync::owner`): nothing is written, since no other
+    /// thread can hold an owned page exclusively; `None` sends the caller to the atomic path.
+    #[inline]
+    fn owner_shared(&self, version: Option<u64>, end_lines: bool) -> Option<SharedGuard<'_>> {
+        let s = self.state.load(Ordering::Relaxed);
+        let lines = if end_lines { LINES } else { 0 };
+        if s & (EXCLUSIVE | PARKED | SHARED_MASK | lines) != 0
+            || version.is_some_and(|v| s & (VERSION_MASK | LINES) != v)
+        {
+            return None;
+        }
+        fence(Ordering::Acquire);
+        count_acquisition(true);
+        Some(SharedGuard {
+            latch: self,
+            slow_path: false,
+            owned: true,
+        })
+    }
+
+    /// Owner mode's release (`sync::owner`): the next version, with a plain store.
+    #[inline]
+    fn owner_release(&self) {
+        let s = self.state.load(Ordering::Relaxed);
+        self.state.store(
+            (s & !EXCLUSIVE).wrapping_add(VERSION_ONE),
+            Ordering::Release,
+        );
     }
 
     fn release_exclusive(&self) {
@@ -456,6 +561,11 @@ impl<'a> OptimisticGuard<'a> {
         let mut slow_path = self.slow_path;
         // The latch ends line mode when it is acquired, as any exclusive acquisition does.
         let version = self.version & !LINES;
+        if owns(latch.addr()) {
+            if let Some(x) = latch.owner_exclusive(Some(version)) {
+                return Ok(x);
+            }
+        }
         loop {
             let s = latch.state.load(Ordering::Relaxed);
             if s & (VERSION_MASK | EXCLUSIVE) != version {
@@ -482,6 +592,11 @@ impl<'a> OptimisticGuard<'a> {
 
     /// Like [`upgrade_exclusive`](Self::upgrade_exclusive) but never waits.
     pub fn try_upgrade_exclusive(self) -> Result<Option<ExclusiveGuard<'a>>, Restart> {
+        if owns(self.latch.addr()) {
+            if let Some(x) = self.latch.owner_exclusive(Some(self.version & !LINES)) {
+                return Ok(Some(x));
+            }
+        }
         let s = self.latch.state.load(Ordering::Relaxed);
         if s & (VERSION_MASK | EXCLUSIVE) != self.version & !LINES {
             return Err(Restart);
@@ -508,6 +623,11 @@ impl<'a> OptimisticGuard<'a> {
             latch.end_lines();
             return Err(Restart);
         }
+        if owns(latch.addr()) {
+            if let Some(g) = latch.owner_shared(Some(self.version), true) {
+                return Ok(g);
+            }
+        }
         loop {
             let s = latch.state.load(Ordering::Relaxed);
             if s & (VERSION_MASK | EXCLUSIVE) != self.version || s & SHARED_MASK == SHARED_MASK {
@@ -518,9 +638,11 @@ impl<'a> OptimisticGuard<'a> {
                 .compare_exchange_weak(s, s + SHARED_ONE, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
+                count_acquisition(false);
                 return Ok(SharedGuard {
                     latch,
                     slow_path: self.slow_path,
+                    owned: false,
                 });
             }
         }
@@ -533,6 +655,8 @@ impl<'a> OptimisticGuard<'a> {
 pub struct SharedGuard<'a> {
     latch: &'a HybridLatch,
     slow_path: bool,
+    /// Taken in owner mode (`sync::owner`): nothing to release.
+    owned: bool,
 }
 
 impl SharedGuard<'_> {
@@ -549,7 +673,9 @@ impl SharedGuard<'_> {
 
 impl Drop for SharedGuard<'_> {
     fn drop(&mut self) {
-        self.latch.release_shared();
+        if !self.owned {
+            self.latch.release_shared();
+        }
     }
 }
 
@@ -559,6 +685,8 @@ impl Drop for SharedGuard<'_> {
 pub struct ExclusiveGuard<'a> {
     latch: &'a HybridLatch,
     slow_path: bool,
+    /// Taken in owner mode (`sync::owner`): released with a plain store.
+    owned: bool,
 }
 
 impl<'a> ExclusiveGuard<'a> {
@@ -573,10 +701,15 @@ impl<'a> ExclusiveGuard<'a> {
     #[inline]
     fn acquired(latch: &'a HybridLatch, s: u64, slow_path: bool) -> Self {
         fence(Ordering::Release);
+        count_acquisition(false);
         if s & LINES != 0 {
             latch.drain_lines();
         }
-        ExclusiveGuard { latch, slow_path }
+        ExclusiveGuard {
+            latch,
+            slow_path,
+            owned: false,
+        }
     }
 
     /// Puts the leaf into line mode (`sync::lines`; the caller has taken its table entry).
@@ -604,7 +737,12 @@ impl<'a> ExclusiveGuard<'a> {
 }
 
 impl Drop for ExclusiveGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
-        self.latch.release_exclusive();
+        if self.owned {
+            self.latch.owner_release();
+        } else {
+            self.latch.release_exclusive();
+        }
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod latch;
 #[cfg(test)]
 mod latch_tests;
 pub(crate) mod lines;
+pub(crate) mod owner;
 mod parking;
 pub(crate) mod reentry;
 pub(crate) mod seam;
@@ -24,5 +25,7 @@ mod striped;
 pub(crate) use backoff::Backoff;
 pub(crate) use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
 pub(crate) use lines::drain as drain_lines;
-pub(crate) use parking::{fence, park, spin_hint, unpark_all, AtomicU64, Ordering};
+pub(crate) use parking::{
+    count_acquisition, fence, owns, park, spin_hint, unpark_all, yield_now, AtomicU64, Ordering,
+};
 pub(crate) use striped::{Counter, StripedCounters};

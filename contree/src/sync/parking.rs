@@ -7,7 +7,8 @@
 //! yield to Shuttle's scheduler (a thread parked outside the scheduler would stop the
 //! model), and waking has nothing to do.
 
-pub(crate) use super::seam::{fence, AtomicU64, Ordering};
+pub(crate) use super::owner::{count_acquisition, owns};
+pub(crate) use super::seam::{fence, yield_now, AtomicU64, Ordering};
 
 /// One step of a short busy wait.
 #[inline]

@@ -1,0 +1,419 @@
+//! The thread-per-core executor ([`Executor`]): N worker threads, each the owner of a set of
+//! partitions of a [`PartitionedTree`], which it reads and writes without latches; clients
+//! reach the tree only through the workers' queues (PLP §3 and appendix A.4).
+//!
+//! **Why it is correct.** The tree is the executor's own: no `&Tree` leaves it, so no
+//! thread but a partition's worker ever latches that partition's pages (outside access is
+//! impossible by type). A worker runs in owner mode (`sync::owner`): its latch acquisitions
+//! are plain stores of the latch word instead of read-modify-writes, and its releases still
+//! publish the next version with a release store, so that the optimistic reads that do
+//! cross partitions (a cursor stepping to the leaf after its partition's last one, the
+//! append finger's look at the rightmost leaf) stay correct. The partition table is the one
+//! shared page; workers latch it atomically, which happens only when a partition's root
+//! grows or collapses. The blob heap latches its pages atomically too.
+//!
+//! **Ownership changes** never overlap an owner's work: [`Executor::move_partition`] gives
+//! the old owner the smaller set through its queue and waits for its answer (every request
+//! queued before has then been carried out) before the new owner gets the partition through
+//! its own queue; [`slice`](Executor::slice), [`meld`](Executor::meld),
+//! [`compact`](Executor::compact), [`stats`](Executor::stats) and
+//! [`check_invariants`](Executor::check_invariants) pause every worker through its queue and
+//! run on the caller's thread with ordinary latches. Requests that a worker finds are not its
+//! own (stale routes) go back to the client, which sends them again by the new routes; no
+//! request is lost, and one client's requests keep their order.
+//!
+//! **Shutdown.** Dropping the executor (or [`shutdown`](Executor::shutdown)) stops each
+//! worker after the requests already in its queue; requests that come later are refused
+//! with [`Error::ExecutorStopped`] and change nothing.
+
+mod client;
+mod routes;
+mod worker;
+
+pub use client::Client;
+pub use worker::{KeyValue, Local, Op, OpResult};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::partition::PartitionedTree;
+use crate::stats::Stats;
+use client::Hub;
+use routes::{Published, Routes};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use worker::{Msg, WorkerCounters};
+
+/// How an [`Executor`] is built.
+#[derive(Clone, Debug)]
+pub struct ExecutorConfig {
+    /// Worker threads (at least 1).
+    pub workers: usize,
+    /// The partition boundaries to start with (ascending, distinct): partition `i` goes to
+    /// worker `i % workers`. Empty: one partition, on worker 0.
+    pub boundaries: Vec<Vec<u8>>,
+    /// The tree's configuration. The executor turns off what would reach the partitions
+    /// from other threads: the space manager (use [`Executor::compact`]), the side
+    /// structure, leaf combining and line mode (none of which an owner needs: nobody
+    /// contends for its leaves).
+    pub tree: Config,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig {
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            boundaries: Vec::new(),
+            tree: Config::default(),
+        }
+    }
+}
+
+/// What an [`Executor`] did: the tree's [`Stats`] and the workers' counters.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ExecutorStats {
+    /// The tree's statistics.
+    pub tree: Stats,
+    /// Requests (operations, actions and range pieces) each worker received, moved ones
+    /// included.
+    pub requests: Vec<u64>,
+    /// Messages each worker received (a batch is one).
+    pub messages: Vec<u64>,
+    /// Requests each worker sent back because it did not own their keys (stale routes).
+    pub moved: Vec<u64>,
+    /// Partitions moved between workers.
+    pub moves: u64,
+    /// The worker of each partition, in key order.
+    pub owners: Vec<usize>,
+}
+
+/// A thread-per-core front of a [`PartitionedTree`]: each worker thread owns some
+/// partitions and carries out the requests for their keys without latches; clients send
+/// requests, batches, range scans and closures ("actions") through [`Client`]s. See the
+/// module documentation (`partition::executor` in the source) for why it is correct.
+///
+/// ```
+/// use contree::{Executor, ExecutorConfig, Op};
+/// let exec = Executor::with_config(ExecutorConfig {
+///     workers: 2,
+///     boundaries: vec![500u32.to_be_bytes().to_vec()],
+///     ..Default::default()
+/// })
+/// .unwrap();
+/// let mut client = exec.client();
+/// let batch = (0u32..1000)
+///     .map(|i| Op::Insert(i.to_be_bytes().to_vec(), b"v".to_vec()))
+///     .collect();
+/// assert!(client.execute(batch).iter().all(|r| r == &Ok(None)));
+/// assert_eq!(client.get(&7u32.to_be_bytes()).unwrap(), Some(b"v".to_vec()));
+/// exec.move_partition(1, 0).unwrap();
+/// assert_eq!(exec.len(), 1000);
+/// let tree = exec.shutdown();
+/// tree.check_invariants().unwrap();
+/// ```
+pub struct Executor {
+    tree: Arc<PartitionedTree>,
+    hub: Arc<Hub>,
+    counters: Arc<[WorkerCounters]>,
+    handles: Vec<JoinHandle<()>>,
+    /// Serialises the changes of routes and ownership.
+    control: Mutex<()>,
+    moves: AtomicU64,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("workers", &self.handles.len())
+            .field("partitions", &self.hub.routes.get().owners.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    /// An executor of `workers` threads over an empty tree of one partition (on worker 0;
+    /// [`slice`](Self::slice) and [`move_partition`](Self::move_partition) spread it).
+    pub fn new(workers: usize) -> Result<Executor, Error> {
+        Self::with_config(ExecutorConfig {
+            workers,
+            ..ExecutorConfig::default()
+        })
+    }
+
+    /// An executor built as `config` says; [`Error::InvalidConfig`] for no workers, bad
+    /// boundaries or a bad tree configuration.
+    pub fn with_config(config: ExecutorConfig) -> Result<Executor, Error> {
+        if config.workers == 0 {
+            return Err(Error::InvalidConfig {
+                field: "workers",
+                reason: "an executor needs at least one worker".into(),
+            });
+        }
+        if config.boundaries.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(Error::InvalidConfig {
+                field: "boundaries",
+                reason: "the boundaries must ascend strictly".into(),
+            });
+        }
+        let tree = PartitionedTree::with_config(Config {
+            space_manager: false,
+            side_structure: crate::config::SideStructure::Off,
+            combining: false,
+            line_mode: crate::config::LineMode::Off,
+            ..config.tree
+        })?;
+        for b in &config.boundaries {
+            tree.slice(b)?;
+        }
+        let partitions = config.boundaries.len() + 1;
+        let routes = Routes {
+            epoch: 0,
+            boundaries: config.boundaries.clone(),
+            owners: (0..partitions).map(|p| p % config.workers).collect(),
+        };
+        let tree = Arc::new(tree);
+        let counters: Arc<[WorkerCounters]> = (0..config.workers)
+            .map(|_| WorkerCounters::default())
+            .collect();
+        let mut queues = Vec::with_capacity(config.workers);
+        let mut handles = Vec::with_capacity(config.workers);
+        for id in 0..config.workers {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            queues.push(tx);
+            let (tree, counters, spans) = (
+                Arc::clone(&tree),
+                Arc::clone(&counters),
+                routes.spans_of(id),
+            );
+            let handle = std::thread::Builder::new()
+                .name(format!("contree-worker-{id}"))
+                .spawn(move || worker::run(tree, id, rx, spans, counters))
+                .expect("spawn an executor worker");
+            handles.push(handle);
+        }
+        Ok(Executor {
+            tree,
+            hub: Arc::new(Hub {
+                queues,
+                routes: Published::new(routes),
+            }),
+            counters,
+            handles,
+            control: Mutex::new(()),
+            moves: AtomicU64::new(0),
+        })
+    }
+
+    /// A new client (one per client thread).
+    pub fn client(&self) -> Client {
+        Client::new(Arc::clone(&self.hub))
+    }
+
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// The partition boundaries, ascending (see [`PartitionedTree::boundaries`]).
+    pub fn boundaries(&self) -> Vec<Vec<u8>> {
+        self.hub.routes.get().boundaries.clone()
+    }
+
+    /// The worker of each partition, in key order.
+    pub fn owners(&self) -> Vec<usize> {
+        self.hub.routes.get().owners.clone()
+    }
+
+    /// The number of entries (from the tree's counters; no worker is asked).
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    /// Whether the tree holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.control.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives partition `partition` (an index into the partitions in key order) to worker
+    /// `to`: the old owner finishes every request queued for it first, and requests that
+    /// reach it later go to the new owner. Ownership only: no page is touched.
+    /// [`Error::InvalidConfig`] for a partition or worker that does not exist.
+    pub fn move_partition(&self, partition: usize, to: usize) -> Result<(), Error> {
+        let _c = self.lock();
+        let current = self.hub.routes.get();
+        if partition >= current.owners.len() || to >= self.workers() {
+            return Err(Error::InvalidConfig {
+                field: "partition",
+                reason: format!(
+                    "no partition {partition} or worker {to} ({} partitions, {} workers)",
+                    current.owners.len(),
+                    self.workers()
+                ),
+            });
+        }
+        let from = current.owners[partition];
+        if from == to {
+            return Ok(());
+        }
+        let mut next = current.next();
+        next.owners[partition] = to;
+        let (from_spans, to_spans) = (next.spans_of(from), next.spans_of(to));
+        self.hub.routes.set(next);
+        // The old owner lets go after what it has queued; only then the new one takes it.
+        let (ack, acked) = crossbeam_channel::bounded(1);
+        let released = self.hub.queues[from]
+            .send(Msg::Own {
+                spans: from_spans,
+                ack: Some(ack),
+            })
+            .is_ok()
+            && acked.recv().is_ok();
+        if !released {
+            return Err(Error::ExecutorStopped);
+        }
+        self.hub.queues[to]
+            .send(Msg::Own {
+                spans: to_spans,
+                ack: None,
+            })
+            .map_err(|_| Error::ExecutorStopped)?;
+        self.moves.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Runs `f` on the caller's thread while every worker waits in its queue, then gives
+    /// each worker the spans of `routes` (the routes `f` returns, if any; else the current
+    /// ones).
+    fn paused<R>(&self, f: impl FnOnce(&PartitionedTree, &Routes) -> (R, Option<Routes>)) -> R {
+        let _c = self.lock();
+        let mut resumes = Vec::with_capacity(self.workers());
+        for queue in &self.hub.queues {
+            let (ack, acked) = crossbeam_channel::bounded(1);
+            let (resume, resumed) = crossbeam_channel::bounded(1);
+            if queue
+                .send(Msg::Pause {
+                    ack,
+                    resume: resumed,
+                })
+                .is_ok()
+            {
+                // A worker that stopped answers nothing, and touches nothing either.
+                let _ = acked.recv();
+            }
+            resumes.push(resume);
+        }
+        let current = self.hub.routes.get();
+        let (out, next) = f(&self.tree, &current);
+        let routes = match next {
+            Some(next) => {
+                self.hub.routes.set(next.clone());
+                next
+            }
+            None => (*current).clone(),
+        };
+        for (id, resume) in resumes.into_iter().enumerate() {
+            let _ = resume.send(routes.spans_of(id));
+        }
+        out
+    }
+
+    /// Slices the partition holding `at` in two at `at` ([`PartitionedTree::slice`]) while
+    /// the workers pause; both halves stay with the partition's worker.
+    pub fn slice(&self, at: &[u8]) -> Result<(), Error> {
+        self.paused(|tree, routes| match tree.slice(at) {
+            Ok(()) => {
+                let p = routes.partition_of(at);
+                let mut next = routes.next();
+                next.boundaries.insert(p, at.to_vec());
+                next.owners.insert(p, routes.owners[p]);
+                (Ok(()), Some(next))
+            }
+            Err(e) => (Err(e), None),
+        })
+    }
+
+    /// Melds the two partitions that meet at boundary `at` ([`PartitionedTree::meld`])
+    /// while the workers pause; the joined partition goes to the left one's worker.
+    pub fn meld(&self, at: &[u8]) -> Result<(), Error> {
+        self.paused(|tree, routes| match tree.meld(at) {
+            Ok(()) => {
+                let p = routes.partition_of(at);
+                let mut next = routes.next();
+                next.boundaries.remove(p);
+                next.owners.remove(p + 1);
+                (Ok(()), Some(next))
+            }
+            Err(e) => (Err(e), None),
+        })
+    }
+
+    /// Runs XMerge over the whole tree while the workers pause (see [`Tree::compact`]):
+    /// the executor's tree has no space manager thread, so this is how its pages are
+    /// packed after many removals. Returns the pages freed.
+    ///
+    /// [`Tree::compact`]: crate::Tree::compact
+    pub fn compact(&self) -> usize {
+        self.paused(|tree, _| (tree.compact(), None))
+    }
+
+    /// The tree's statistics and the workers' counters; the tree's part is read while the
+    /// workers pause.
+    pub fn stats(&self) -> ExecutorStats {
+        let tree = self.paused(|tree, _| (tree.stats(), None));
+        let read = |f: fn(&WorkerCounters) -> &AtomicU64| {
+            self.counters
+                .iter()
+                .map(|c| f(c).load(Ordering::Relaxed))
+                .collect()
+        };
+        ExecutorStats {
+            tree,
+            requests: read(|c| &c.requests),
+            messages: read(|c| &c.messages),
+            moved: read(|c| &c.moved),
+            moves: self.moves.load(Ordering::Relaxed),
+            owners: self.owners(),
+        }
+    }
+
+    /// Checks the tree's invariants while the workers pause ([`Tree::check_invariants`]).
+    ///
+    /// [`Tree::check_invariants`]: crate::Tree::check_invariants
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.paused(|tree, _| (tree.check_invariants(), None))
+    }
+
+    /// Stops the workers once they have carried out the requests queued so far, and
+    /// returns the tree. Requests sent later are refused with [`Error::ExecutorStopped`].
+    pub fn shutdown(mut self) -> PartitionedTree {
+        self.stop();
+        let tree = std::mem::replace(&mut self.tree, Arc::new(PartitionedTree::new()));
+        Arc::try_unwrap(tree)
+            .unwrap_or_else(|_| unreachable!("the workers, which held the tree, have stopped"))
+    }
+
+    fn stop(&mut self) {
+        for queue in &self.hub.queues {
+            let _ = queue.send(Msg::Stop);
+        }
+        for handle in self.handles.drain(..) {
+            if let Err(panic) = handle.join() {
+                // A worker panicked outside an action (a bug): say so.
+                if !std::thread::panicking() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,368 @@
+//! A worker of the thread-per-core executor: one thread in owner mode (`sync::owner`) that
+//! carries out the requests of its queue on the partitions it owns, in queue order.
+//!
+//! A request for a key the worker does not own (the client's routes were stale: the
+//! partition moved, or was sliced or melded) is answered "moved" without touching the tree;
+//! the client sends it again by the current routes. Every message is answered exactly once:
+//! by the worker, or, if the worker stopped first and the queue dropped the message, by the
+//! message's own `Drop` ([`Error::ExecutorStopped`]).
+
+use super::routes::{Owned, Span};
+use crate::error::Error;
+use crate::sync::owner::OwnerMode;
+use crate::{PartitionedTree, Tree};
+use crossbeam_channel::{Receiver, Sender};
+use std::any::Any;
+use std::ops::Bound;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// One operation of a request to the [`Executor`](crate::Executor).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Op {
+    /// The value of a key (`Ok(None)`: absent).
+    Get(Vec<u8>),
+    /// Inserts or replaces a value; answers the previous one.
+    Insert(Vec<u8>, Vec<u8>),
+    /// Removes a key; answers the removed value.
+    Remove(Vec<u8>),
+}
+
+impl Op {
+    /// The key the operation is about.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Op::Get(k) | Op::Insert(k, _) | Op::Remove(k) => k,
+        }
+    }
+}
+
+/// The answer to one [`Op`]: the value read, replaced or removed.
+pub type OpResult = Result<Option<Vec<u8>>, Error>;
+
+/// An entry of a range answer of the executor: a key and its value.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// What a worker answers for one operation.
+pub(super) enum Answer {
+    Done(OpResult),
+    /// Not this worker's key: the operation comes back.
+    Moved(Op),
+}
+
+/// Operations for one worker, tagged with their positions in the client's batch.
+pub(super) struct Batch {
+    pub ops: Vec<(usize, Op)>,
+    pub reply: Sender<Vec<(usize, Answer)>>,
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // Not carried out (the worker stopped): refused, each of them.
+        if !self.ops.is_empty() {
+            let refused = self
+                .ops
+                .drain(..)
+                .map(|(i, _)| (i, Answer::Done(Err(Error::ExecutorStopped))))
+                .collect();
+            let _ = self.reply.send(refused);
+        }
+    }
+}
+
+/// A closure run on the worker that owns a key (the PLP "action").
+pub(super) type ActionFn = Box<dyn FnOnce(&Local<'_>) -> Box<dyn Any + Send> + Send>;
+
+pub(super) enum ActionAnswer {
+    /// The closure's result, or its panic.
+    Done(std::thread::Result<Box<dyn Any + Send>>),
+    Moved(ActionFn),
+    Stopped,
+}
+
+pub(super) struct Action {
+    pub key: Vec<u8>,
+    pub f: Option<ActionFn>,
+    pub reply: Sender<ActionAnswer>,
+}
+
+impl Drop for Action {
+    fn drop(&mut self) {
+        if self.f.is_some() {
+            let _ = self.reply.send(ActionAnswer::Stopped);
+        }
+    }
+}
+
+pub(super) enum RangeAnswer {
+    Done(Vec<KeyValue>),
+    Moved,
+    Stopped,
+}
+
+/// A scan of `(start, end)`, which the client cut to lie in partition `span`.
+pub(super) struct RangeScan {
+    pub span: Span,
+    pub start: Bound<Vec<u8>>,
+    pub end: Bound<Vec<u8>>,
+    pub limit: usize,
+    pub reply: Option<Sender<RangeAnswer>>,
+}
+
+impl Drop for RangeScan {
+    fn drop(&mut self) {
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(RangeAnswer::Stopped);
+        }
+    }
+}
+
+/// A message in a worker's queue.
+pub(super) enum Msg {
+    Batch(Batch),
+    Action(Action),
+    Range(RangeScan),
+    /// From now on the worker owns `spans`; `ack` is answered once every earlier request
+    /// was carried out (a partition handed over is quiesced).
+    Own {
+        spans: Vec<Span>,
+        ack: Option<Sender<()>>,
+    },
+    /// Stop touching the tree: answer `ack`, then wait for the spans owned afterwards.
+    Pause {
+        ack: Sender<()>,
+        resume: Receiver<Vec<Span>>,
+    },
+    Stop,
+}
+
+/// What a worker counts (read by `Executor::stats`).
+#[derive(Default)]
+pub(super) struct WorkerCounters {
+    pub requests: AtomicU64,
+    pub messages: AtomicU64,
+    pub moved: AtomicU64,
+}
+
+/// The view of an action: the partition it runs on, through its worker's latch-free
+/// access. Keys outside the partition are refused with [`Error::OutsidePartition`].
+pub struct Local<'a> {
+    tree: &'a Tree,
+    span: &'a Span,
+    worker: usize,
+}
+
+impl std::fmt::Debug for Local<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Local")
+            .field("lower", &self.span.lower)
+            .field("upper", &self.span.upper)
+            .field("worker", &self.worker)
+            .finish()
+    }
+}
+
+impl Local<'_> {
+    fn check(&self, key: &[u8]) -> Result<(), Error> {
+        if self.span.contains(key) {
+            Ok(())
+        } else {
+            Err(Error::OutsidePartition { key: key.to_vec() })
+        }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.check(key)?;
+        Ok(self.tree.get(key))
+    }
+
+    /// Inserts or replaces the value of `key`; returns the previous one.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.check(key)?;
+        self.tree.insert(key, value)
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.check(key)?;
+        Ok(self.tree.remove(key))
+    }
+
+    /// Up to `limit` entries of the partition in `(start, end)`, in key order (the range is
+    /// cut to the partition).
+    pub fn range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, limit: usize) -> Vec<KeyValue> {
+        let (start, end) = clip(self.span, start, end);
+        scan(self.tree, start, end, limit)
+    }
+
+    /// The partition's lower boundary (exclusive; `None`: unbounded).
+    pub fn lower(&self) -> Option<&[u8]> {
+        self.span.lower.as_deref()
+    }
+
+    /// The partition's upper boundary (inclusive; `None`: unbounded).
+    pub fn upper(&self) -> Option<&[u8]> {
+        self.span.upper.as_deref()
+    }
+
+    /// The worker running the action.
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+}
+
+/// `(start, end)` cut to `span`.
+pub(super) fn clip(
+    span: &Span,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let start = match (&span.lower, start) {
+        (Some(l), Bound::Unbounded) => Bound::Excluded(l.clone()),
+        (Some(l), Bound::Included(s) | Bound::Excluded(s)) if s <= l.as_slice() => {
+            Bound::Excluded(l.clone())
+        }
+        (_, b) => b.map(<[u8]>::to_vec),
+    };
+    let end = match (&span.upper, end) {
+        (Some(u), Bound::Unbounded) => Bound::Included(u.clone()),
+        (Some(u), Bound::Included(e) | Bound::Excluded(e)) if e > u.as_slice() => {
+            Bound::Included(u.clone())
+        }
+        (_, b) => b.map(<[u8]>::to_vec),
+    };
+    (start, end)
+}
+
+/// Up to `limit` entries of `tree` in `(start, end)`.
+fn scan(tree: &Tree, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>, limit: usize) -> Vec<KeyValue> {
+    if empty(&start, &end) {
+        return Vec::new();
+    }
+    tree.range((start, end))
+        .take(limit)
+        .map(|(k, v)| (k.into_vec(), v.into_vec()))
+        .collect()
+}
+
+/// Whether no key lies in `(start, end)` (std's ranges panic on such bounds).
+pub(super) fn empty(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+        | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+        _ => false,
+    }
+}
+
+/// A key of `span` to find it by among the owned spans.
+pub(super) fn inside(span: &Span) -> Vec<u8> {
+    match (&span.lower, &span.upper) {
+        (_, Some(u)) => u.clone(),
+        (Some(l), None) => {
+            let mut k = l.clone();
+            k.push(0);
+            k
+        }
+        (None, None) => Vec::new(),
+    }
+}
+
+fn apply(tree: &Tree, op: Op) -> OpResult {
+    match op {
+        Op::Get(k) => Ok(tree.get(&k)),
+        Op::Insert(k, v) => tree.insert(&k, &v),
+        Op::Remove(k) => Ok(tree.remove(&k)),
+    }
+}
+
+/// The worker's loop: carries out its queue until `Stop` or until every sender is gone.
+pub(super) fn run(
+    tree: Arc<PartitionedTree>,
+    id: usize,
+    rx: Receiver<Msg>,
+    spans: Vec<Span>,
+    counters: Arc<[WorkerCounters]>,
+) {
+    let counters = &counters[id];
+    // SAFETY: the executor gives every partition to one worker at a time, and only clients'
+    // messages reach the tree otherwise: no other thread latches a page of this worker's
+    // partitions or waits on one. The partition table, which every worker latches, is the
+    // shared word; the blob heap latches atomically itself. A partition changes hands only
+    // after its old owner answered an `Own` or `Pause` message (the channel orders its
+    // writes before the new owner's).
+    let _mode = unsafe { OwnerMode::enter(tree.table_latch_addr()) };
+    let tree_ref = tree.as_tree();
+    let mut owned = Owned::new(spans);
+    while let Ok(msg) = rx.recv() {
+        counters.messages.fetch_add(1, Ordering::Relaxed);
+        match msg {
+            Msg::Batch(mut batch) => {
+                let ops = std::mem::take(&mut batch.ops);
+                counters
+                    .requests
+                    .fetch_add(ops.len() as u64, Ordering::Relaxed);
+                let answers = ops
+                    .into_iter()
+                    .map(|(i, op)| {
+                        if owned.find(op.key()).is_some() {
+                            (i, Answer::Done(apply(tree_ref, op)))
+                        } else {
+                            counters.moved.fetch_add(1, Ordering::Relaxed);
+                            (i, Answer::Moved(op))
+                        }
+                    })
+                    .collect();
+                let _ = batch.reply.send(answers);
+            }
+            Msg::Action(mut action) => {
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                let f = action.f.take().expect("an action is run once");
+                let answer = match owned.find(&action.key) {
+                    Some(span) => {
+                        let local = Local {
+                            tree: tree_ref,
+                            span,
+                            worker: id,
+                        };
+                        ActionAnswer::Done(catch_unwind(AssertUnwindSafe(|| f(&local))))
+                    }
+                    None => {
+                        counters.moved.fetch_add(1, Ordering::Relaxed);
+                        ActionAnswer::Moved(f)
+                    }
+                };
+                let _ = action.reply.send(answer);
+            }
+            Msg::Range(mut scan_msg) => {
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                let reply = scan_msg.reply.take().expect("answered once");
+                let answer = if owned.find(&inside(&scan_msg.span)) == Some(&scan_msg.span) {
+                    let start = std::mem::replace(&mut scan_msg.start, Bound::Unbounded);
+                    let end = std::mem::replace(&mut scan_msg.end, Bound::Unbounded);
+                    RangeAnswer::Done(scan(tree_ref, start, end, scan_msg.limit))
+                } else {
+                    counters.moved.fetch_add(1, Ordering::Relaxed);
+                    RangeAnswer::Moved
+                };
+                let _ = reply.send(answer);
+            }
+            Msg::Own { spans, ack } => {
+                owned = Owned::new(spans);
+                if let Some(ack) = ack {
+                    let _ = ack.send(());
+                }
+            }
+            Msg::Pause { ack, resume } => {
+                let _ = ack.send(());
+                if let Ok(spans) = resume.recv() {
+                    owned = Owned::new(spans);
+                }
+            }
+            Msg::Stop => break,
+        }
+    }
+}

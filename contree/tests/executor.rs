@@ -1,0 +1,368 @@
+//! The thread-per-core `Executor`: client threads against per-client `BTreeMap` oracles
+//! while partitions move, slice and meld (per-key order kept), range scans across
+//! partitions, actions, shutdown with requests in flight (every request answered or
+//! refused, none lost), and bad input.
+//!
+//! Run: `cargo test -p contree --test executor`.
+
+use contree::{Config, Error, Executor, ExecutorConfig, Op, OpResult};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn key(i: u64) -> Vec<u8> {
+    i.to_be_bytes().to_vec()
+}
+
+fn executor(workers: usize, boundaries: &[u64], page_size: usize) -> Executor {
+    Executor::with_config(ExecutorConfig {
+        workers,
+        boundaries: boundaries.iter().map(|&b| key(b)).collect(),
+        tree: Config {
+            page_size,
+            ..Config::default()
+        },
+    })
+    .unwrap()
+}
+
+/// Applies `op`'s effect to `oracle` and returns the answer it must get.
+fn expect(oracle: &mut BTreeMap<Vec<u8>, Vec<u8>>, op: &Op) -> OpResult {
+    Ok(match op {
+        Op::Get(k) => oracle.get(k).cloned(),
+        Op::Insert(k, v) => oracle.insert(k.clone(), v.clone()),
+        Op::Remove(k) => oracle.remove(k),
+        _ => unreachable!(),
+    })
+}
+
+/// A random batch over the keys `c + n * clients` of client `c`, with repeated keys so that
+/// order within a batch matters.
+fn batch(rng: &mut StdRng, c: u64, clients: u64, keys: u64, len: usize, round: u64) -> Vec<Op> {
+    (0..len)
+        .map(|j| {
+            let k = key(c + clients * rng.gen_range(0..keys));
+            match rng.gen_range(0..10) {
+                0..=4 => Op::Insert(k, format!("{round}/{j}").into_bytes()),
+                5..=6 => Op::Remove(k),
+                _ => Op::Get(k),
+            }
+        })
+        .collect()
+}
+
+/// The tree holds exactly the union of the clients' oracles (their keys are disjoint).
+fn same_as_oracles(
+    tree: &contree::PartitionedTree,
+    oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>>,
+    when: &str,
+) {
+    let mut all = BTreeMap::new();
+    for o in oracles {
+        all.extend(o);
+    }
+    let got: Vec<(Vec<u8>, Vec<u8>)> = tree
+        .range(..)
+        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+        .collect();
+    assert!(
+        got.into_iter().eq(all),
+        "{when}: the tree differs from the oracles"
+    );
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+fn clients_match_their_oracles_while_partitions_move_slice_and_meld() {
+    const CLIENTS: u64 = 3;
+    const KEYS: u64 = 3000;
+    let exec = executor(3, &[2000, 5000], 512);
+    let stop = AtomicBool::new(false);
+    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let mut client = exec.client();
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(c);
+                    let mut oracle = BTreeMap::new();
+                    for round in 0..1500 {
+                        let len = if round % 3 == 0 { 1 } else { 64 };
+                        let ops = batch(&mut rng, c, CLIENTS, KEYS, len, round);
+                        let want: Vec<OpResult> =
+                            ops.iter().map(|op| expect(&mut oracle, op)).collect();
+                        let got = client.execute(ops);
+                        assert_eq!(got, want, "client {c}, round {round}");
+                        if round % 50 == 0 {
+                            // A range over this client's keys, across the partitions.
+                            let all = client
+                                .range(Bound::Unbounded, Bound::Unbounded, usize::MAX)
+                                .unwrap();
+                            let mine: Vec<_> = all
+                                .into_iter()
+                                .filter(|(k, _)| {
+                                    u64::from_be_bytes(k[..8].try_into().unwrap()) % CLIENTS == c
+                                })
+                                .collect();
+                            let want: Vec<_> =
+                                oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                            assert!(mine == want, "client {c}: range differs, round {round}");
+                        }
+                    }
+                    oracle
+                })
+            })
+            .collect();
+        let control = s.spawn(|| {
+            let mut rng = StdRng::seed_from_u64(99);
+            let mut changes = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let parts = exec.owners().len();
+                match rng.gen_range(0..4) {
+                    0 | 1 => exec
+                        .move_partition(rng.gen_range(0..parts), rng.gen_range(0..3))
+                        .unwrap(),
+                    2 => match exec.slice(&key(rng.gen_range(0..KEYS * CLIENTS))) {
+                        Ok(())
+                        | Err(Error::BoundaryExists { .. })
+                        | Err(Error::TooManyPartitions { .. }) => {}
+                        Err(e) => panic!("slice: {e}"),
+                    },
+                    _ => {
+                        let bounds = exec.boundaries();
+                        if bounds.len() > 1 {
+                            exec.meld(&bounds[rng.gen_range(0..bounds.len())]).unwrap();
+                        }
+                    }
+                }
+                changes += 1;
+                std::thread::yield_now();
+            }
+            changes
+        });
+        let oracles = clients.into_iter().map(|h| h.join().unwrap()).collect();
+        stop.store(true, Ordering::Relaxed);
+        let changes = control.join().unwrap();
+        assert!(changes > 10, "the partitions changed {changes} times only");
+        oracles
+    });
+    exec.check_invariants().unwrap();
+    let stats = exec.stats();
+    assert!(stats.moves > 0);
+    assert_eq!(stats.owners.len(), exec.boundaries().len() + 1);
+    let total: usize = oracles.iter().map(BTreeMap::len).sum();
+    assert_eq!(exec.len(), total);
+    let tree = exec.shutdown();
+    same_as_oracles(&tree, oracles, "after the run");
+}
+
+#[test]
+fn workers_write_only_their_partitions() {
+    let exec = executor(4, &[100, 200, 300], 4096);
+    let mut client = exec.client();
+    for p in 0..4u64 {
+        let worker = client
+            .run(&key(p * 100 + 50), |local| local.worker())
+            .unwrap();
+        assert_eq!(worker, p as usize % 4);
+    }
+    exec.move_partition(3, 0).unwrap();
+    let worker = client.run(&key(350), |local| local.worker()).unwrap();
+    assert_eq!(worker, 0);
+    // An action's view refuses keys of other partitions.
+    let out = client
+        .run(&key(150), |local| {
+            (
+                local.insert(&key(150), b"in"),
+                local.insert(&key(250), b"out"),
+                local.lower().map(<[u8]>::to_vec),
+                local.upper().map(<[u8]>::to_vec),
+            )
+        })
+        .unwrap();
+    assert_eq!(out.0, Ok(None));
+    assert_eq!(out.1, Err(Error::OutsidePartition { key: key(250) }));
+    assert_eq!((out.2, out.3), (Some(key(100)), Some(key(200))));
+    assert_eq!(client.get(&key(250)).unwrap(), None);
+    let stats = exec.stats();
+    assert_eq!(stats.moves, 1);
+    assert_eq!(stats.owners, vec![0, 1, 2, 0]);
+    assert!(stats.requests.iter().sum::<u64>() >= 6);
+}
+
+#[test]
+fn a_panicking_action_reaches_its_client_and_the_worker_goes_on() {
+    let exec = executor(2, &[], 4096);
+    let mut client = exec.client();
+    client.insert(b"k", b"v").unwrap();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        client.run(b"k", |_| panic!("inside the action")).unwrap();
+    }));
+    assert!(caught.is_err());
+    assert_eq!(client.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn ranges_cross_partitions_in_order() {
+    let exec = executor(3, &[10, 20, 30, 40], 512);
+    let mut client = exec.client();
+    let ops = (0..50u64).map(|i| Op::Insert(key(i), key(i * 2))).collect();
+    assert!(client.execute(ops).iter().all(|r| r == &Ok(None)));
+    let keys = |r: Vec<(Vec<u8>, Vec<u8>)>| -> Vec<u64> {
+        r.into_iter()
+            .map(|(k, _)| u64::from_be_bytes(k.try_into().unwrap()))
+            .collect()
+    };
+    let (a, b) = (key(5), key(35));
+    let r = client
+        .range(Bound::Included(&a[..]), Bound::Excluded(&b[..]), usize::MAX)
+        .unwrap();
+    assert_eq!(keys(r), (5..35).collect::<Vec<_>>());
+    let r = client
+        .range(
+            Bound::Excluded(&key(10)[..]),
+            Bound::Included(&key(20)[..]),
+            100,
+        )
+        .unwrap();
+    assert_eq!(keys(r), (11..=20).collect::<Vec<_>>());
+    let r = client
+        .range(Bound::Unbounded, Bound::Unbounded, 25)
+        .unwrap();
+    assert_eq!(keys(r), (0..25).collect::<Vec<_>>());
+    let r = client
+        .range(Bound::Included(&b[..]), Bound::Included(&a[..]), 10)
+        .unwrap();
+    assert!(r.is_empty());
+}
+
+#[test]
+fn shutdown_answers_or_refuses_every_request() {
+    const CLIENTS: u64 = 3;
+    for round in 0..3u64 {
+        let exec = executor(2, &[1000], 4096);
+        let started = std::sync::Barrier::new(CLIENTS as usize + 1);
+        let (tree, oracles) = std::thread::scope(|s| {
+            let clients: Vec<_> = (0..CLIENTS)
+                .map(|c| {
+                    let mut client = exec.client();
+                    let started = &started;
+                    s.spawn(move || {
+                        let mut rng = StdRng::seed_from_u64(c + 10 * round);
+                        let mut oracle = BTreeMap::new();
+                        let mut refused = 0;
+                        for i in 0u64.. {
+                            if i == 20 {
+                                started.wait();
+                            }
+                            let ops = batch(&mut rng, c, CLIENTS, 700, 16, i);
+                            let got = client.execute(ops.clone());
+                            for (op, got) in ops.iter().zip(got) {
+                                match got {
+                                    Err(Error::ExecutorStopped) => refused += 1,
+                                    got => assert_eq!(got, expect(&mut oracle, op)),
+                                }
+                            }
+                            if refused > 0 && i > 20 {
+                                // Stopped: every later request is refused too.
+                                assert_eq!(
+                                    client.get(&key(c)).unwrap_err(),
+                                    Error::ExecutorStopped
+                                );
+                                assert!(client.run(&key(c), |_| ()).is_err());
+                                let r = client.range(Bound::Unbounded, Bound::Unbounded, 1);
+                                assert_eq!(r.unwrap_err(), Error::ExecutorStopped);
+                                return oracle;
+                            }
+                        }
+                        unreachable!()
+                    })
+                })
+                .collect();
+            started.wait();
+            let tree = exec.shutdown();
+            let oracles: Vec<_> = clients.into_iter().map(|h| h.join().unwrap()).collect();
+            (tree, oracles)
+        });
+        // What was answered is in the tree; what was refused is not.
+        same_as_oracles(&tree, oracles, &format!("round {round}"));
+    }
+}
+
+#[test]
+fn dropping_the_executor_refuses_later_requests() {
+    let exec = executor(2, &[], 4096);
+    let mut client = exec.client();
+    client.insert(b"a", b"1").unwrap();
+    drop(exec);
+    assert_eq!(client.insert(b"b", b"2"), Err(Error::ExecutorStopped));
+    assert_eq!(client.get(b"a"), Err(Error::ExecutorStopped));
+}
+
+#[test]
+fn bad_input_returns_errors_and_changes_nothing() {
+    let zero = Executor::with_config(ExecutorConfig {
+        workers: 0,
+        ..Default::default()
+    });
+    assert!(matches!(
+        zero,
+        Err(Error::InvalidConfig {
+            field: "workers",
+            ..
+        })
+    ));
+    let unsorted = Executor::with_config(ExecutorConfig {
+        workers: 1,
+        boundaries: vec![key(5), key(5)],
+        ..Default::default()
+    });
+    assert!(matches!(
+        unsorted,
+        Err(Error::InvalidConfig {
+            field: "boundaries",
+            ..
+        })
+    ));
+    let exec = executor(2, &[100], 4096);
+    let mut client = exec.client();
+    client.insert(&key(1), b"v").unwrap();
+    assert_eq!(
+        exec.slice(&key(100)),
+        Err(Error::BoundaryExists { key: key(100) })
+    );
+    assert_eq!(
+        exec.meld(&key(7)),
+        Err(Error::NoSuchBoundary { key: key(7) })
+    );
+    assert!(exec.move_partition(2, 0).is_err());
+    assert!(exec.move_partition(0, 2).is_err());
+    let huge = vec![7u8; contree::MAX_KEY_LEN + 1];
+    assert!(matches!(
+        client.insert(&huge, b"v"),
+        Err(Error::KeyTooLarge { .. })
+    ));
+    let big = vec![0u8; contree::MAX_VALUE_LEN + 1];
+    assert!(matches!(
+        client.insert(&key(2), &big),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    assert_eq!(exec.boundaries(), vec![key(100)]);
+    assert_eq!(exec.owners(), vec![0, 1]);
+    assert_eq!(exec.len(), 1);
+    exec.check_invariants().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "called from an executor worker")]
+fn a_client_inside_an_action_panics_clearly() {
+    let exec = executor(1, &[], 4096);
+    let mut client = exec.client();
+    let mut inner = exec.client();
+    // The action's panic comes back to this thread.
+    client
+        .run(b"k", move |_| {
+            let _ = inner.get(b"k");
+        })
+        .unwrap();
+}
