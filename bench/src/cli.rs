@@ -62,6 +62,10 @@ pub enum Command {
     /// Slice and meld of a `PartitionedTree` (contree alone: no peer has them): their time
     /// and the pages they write, on a tree of `--records` entries.
     Repartition(RepartitionArgs),
+    /// The thread-per-core `Executor` against the shared `Tree` on uniform YCSB-A, with
+    /// batched and unbatched clients (contree alone). Build with `--features latch-stats`
+    /// to count latch acquisitions per operation.
+    Tpc(TpcArgs),
     /// Lists the peers.
     Peers,
 }
@@ -232,6 +236,38 @@ pub struct RepartitionArgs {
     #[arg(long, default_value_t = 1000)]
     pub ops: u64,
     /// Seed of the keys.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// tpc options.
+#[derive(Args, Debug, Clone)]
+pub struct TpcArgs {
+    /// Records loaded (8-byte hashed keys, 8-byte values).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub records: u64,
+    /// Threads of the shared-tree row.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Executor workers.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Client threads of the executor rows.
+    #[arg(long, default_value_t = 2)]
+    pub clients: usize,
+    /// Partitions per worker (uniform boundaries over the key space).
+    #[arg(long, default_value_t = 4)]
+    pub partitions_per_worker: usize,
+    /// Operations per client batch of the batched row.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 2.0)]
+    pub seconds: f64,
+    /// Interleaved repetitions of every row.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Seed of the clients' generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 }

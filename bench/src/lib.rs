@@ -3,7 +3,7 @@
 //! per entry and contree's own counters as a table, JSON, CSV and SVG plots.
 //!
 //! Module map: [`cli`] (arguments) and [`commands`] (what each subcommand does), [`compare`]
-//! (the main job), [`repartition`] (slice and meld costs), [`experiment`] (the interleaved run order) and [`runner`] (one measured
+//! (the main job), [`repartition`] (slice and meld costs), [`tpc`] (the thread-per-core executor), [`experiment`] (the interleaved run order) and [`runner`] (one measured
 //! phase), [`workloads`] and [`generators`] (what the threads do, and the distributions),
 //! [`keys`] (key and value bytes), [`adapters`] (contree and its peers behind one trait),
 //! [`alloc`] (the counting allocator), [`stats`], [`output`], [`plot`] and [`progress`]
@@ -24,4 +24,5 @@ pub mod progress;
 pub mod repartition;
 pub mod runner;
 pub mod stats;
+pub mod tpc;
 pub mod workloads;
