@@ -390,9 +390,10 @@ impl Executor {
 
     /// Stops the workers once they have carried out the requests queued so far, and
     /// returns the tree. Requests sent later are refused with [`Error::ExecutorStopped`].
-    pub fn shutdown(mut self) -> PartitionedTree {
-        self.stop();
-        let tree = std::mem::replace(&mut self.tree, Arc::new(PartitionedTree::new()));
+    pub fn shutdown(self) -> PartitionedTree {
+        let tree = Arc::clone(&self.tree);
+        // Stops and joins the workers, which drop their handles of the tree.
+        drop(self);
         Arc::try_unwrap(tree)
             .unwrap_or_else(|_| unreachable!("the workers, which held the tree, have stopped"))
     }
