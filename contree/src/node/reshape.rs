@@ -3,7 +3,7 @@
 //! and one more child at an end. Both come with the exact sizes they would produce (prefixes
 //! and fences change), so that the caller checks before it writes.
 
-use super::{entry_space, node_prefix, node_size, Builder, Fence, Node, NodeMut, Scratch};
+use super::{entry_space, node_size, Builder, Fence, Node, NodeMut, Scratch};
 use crate::page::PageId;
 use crate::sync::Restart;
 
@@ -77,14 +77,7 @@ impl Node {
             Extra::First(sep, _) => Some(sep.to_vec()),
             _ => None,
         };
-        Ok(node_prefix(
-            self.page_size(),
-            lower,
-            upper,
-            first.as_deref(),
-            last.as_deref(),
-        )
-        .to_vec())
+        Ok(self.prefix_between(lower, upper, first, last))
     }
 
     /// The page bytes [`NodeMut::rebuild`] with these arguments would take.

@@ -17,14 +17,26 @@ impl Node {
         } else {
             (Some(self.key(range.start)?), Some(self.key(range.end - 1)?))
         };
-        Ok(node_prefix(
+        Ok(self.prefix_between(lower, upper, first, last))
+    }
+
+    /// The prefix of a node of this page size with fences `lower`, `upper` and first and
+    /// last keys `first`, `last` (none: no keys).
+    pub(super) fn prefix_between(
+        &self,
+        lower: Fence,
+        upper: Fence,
+        first: Option<Vec<u8>>,
+        last: Option<Vec<u8>>,
+    ) -> Vec<u8> {
+        node_prefix(
             self.page_size(),
             lower,
             upper,
             first.as_deref(),
             last.as_deref(),
         )
-        .to_vec())
+        .to_vec()
     }
 
     /// The page bytes the two halves of a split at `sep_pos` would need (see

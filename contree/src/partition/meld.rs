@@ -68,11 +68,7 @@ impl PartitionedTree {
 
 impl TreeCore {
     fn meld_attempt(&self, at: &[u8]) -> Result<Melded, Restart> {
-        let dir = self.directory();
-        let Some((table, table_guard)) = self.table_snapshot()? else {
-            unreachable!("a PartitionedTree has a table");
-        };
-        let (tpos, found) = table.lower_bound(at, dir)?;
+        let ((table, table_guard), tpos, found) = self.table_position(at)?;
         if !found {
             table_guard.validate()?;
             return Ok(Melded::NoBoundary);

@@ -199,6 +199,16 @@ impl TreeCore {
         Ok(Some((node, guard)))
     }
 
+    /// A snapshot of the table of this partitioned tree and the position of `at` among its
+    /// boundaries (`true`: `at` is one); for slice and meld.
+    fn table_position(&self, at: &[u8]) -> Result<(TableSnapshot<'_>, usize, bool), Restart> {
+        let Some((table, guard)) = self.table_snapshot()? else {
+            unreachable!("a PartitionedTree has a table");
+        };
+        let (pos, found) = table.lower_bound(at, self.directory())?;
+        Ok(((table, guard), pos, found))
+    }
+
     /// The level of the root in slot `pos` of the table `table` (the caller validates the
     /// table's snapshot afterwards). Never waits.
     fn optimistic_root_level_at(

@@ -83,10 +83,7 @@ impl PartitionedTree {
 impl TreeCore {
     fn slice_attempt(&self, at: &[u8]) -> Result<Sliced, Restart> {
         let dir = self.directory();
-        let Some((table, table_guard)) = self.table_snapshot()? else {
-            unreachable!("a PartitionedTree has a table");
-        };
-        let (tpos, exists) = table.lower_bound(at, dir)?;
+        let ((table, table_guard), tpos, exists) = self.table_position(at)?;
         if exists {
             table_guard.validate()?;
             return Ok(Sliced::Exists);

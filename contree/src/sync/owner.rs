@@ -91,43 +91,22 @@ pub struct LatchAcquisitions {
     pub owner: u64,
 }
 
+/// The process-wide acquisition counters (`latch-stats`).
 #[cfg(feature = "latch-stats")]
-mod counts {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    const STRIPES: usize = 64;
-
-    #[repr(align(128))]
-    struct Stripe([AtomicU64; 2]);
-
-    #[allow(clippy::declare_interior_mutable_const)]
-    const ZERO: Stripe = Stripe([AtomicU64::new(0), AtomicU64::new(0)]);
-    static COUNTS: [Stripe; STRIPES] = [ZERO; STRIPES];
-
-    thread_local! {
-        static STRIPE: usize = {
-            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
-        };
-    }
-
-    #[inline]
-    pub(super) fn add(owner: bool) {
-        let stripe = STRIPE.try_with(|s| *s).unwrap_or(0);
-        COUNTS[stripe].0[usize::from(owner)].fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(super) fn sum() -> (u64, u64) {
-        let sum = |i: usize| COUNTS.iter().map(|s| s.0[i].load(Ordering::Relaxed)).sum();
-        (sum(0), sum(1))
-    }
-}
+static COUNTS: super::StripedCounters = super::StripedCounters::new();
 
 /// Counts one acquisition (`latch-stats`; nothing otherwise).
 #[inline(always)]
 pub(crate) fn count_acquisition(owner: bool) {
     #[cfg(feature = "latch-stats")]
-    counts::add(owner);
+    COUNTS.add(
+        if owner {
+            super::Counter::OwnerLatches
+        } else {
+            super::Counter::AtomicLatches
+        },
+        1,
+    );
     #[cfg(not(feature = "latch-stats"))]
     let _ = owner;
 }
@@ -145,8 +124,11 @@ pub(crate) fn count_acquisition(owner: bool) {
 pub fn latch_acquisitions() -> LatchAcquisitions {
     #[cfg(feature = "latch-stats")]
     {
-        let (atomic, owner) = counts::sum();
-        LatchAcquisitions { atomic, owner }
+        let sum = |c| COUNTS.sum(c).max(0) as u64;
+        LatchAcquisitions {
+            atomic: sum(super::Counter::AtomicLatches),
+            owner: sum(super::Counter::OwnerLatches),
+        }
     }
     #[cfg(not(feature = "latch-stats"))]
     LatchAcquisitions::default()

@@ -43,9 +43,16 @@ pub(crate) enum Counter {
     LineUpdates,
     /// Updates in line mode that waited for a stretch another updater held.
     LineConflicts,
+    /// Latch acquisitions with a read-modify-write (`latch-stats`, process-wide:
+    /// `sync::owner`).
+    #[cfg_attr(not(feature = "latch-stats"), allow(dead_code))]
+    AtomicLatches,
+    /// Latch acquisitions in owner mode (`latch-stats`, process-wide: `sync::owner`).
+    #[cfg_attr(not(feature = "latch-stats"), allow(dead_code))]
+    OwnerLatches,
 }
 
-const COUNTERS: usize = 12;
+const COUNTERS: usize = 14;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]
@@ -56,6 +63,16 @@ struct Stripe([AtomicI64; COUNTERS]);
 #[derive(Default)]
 pub(crate) struct StripedCounters {
     block: OnceLock<Box<[Stripe]>>,
+}
+
+impl StripedCounters {
+    /// No counter block yet (for a `static`).
+    #[allow(dead_code)] // the `latch-stats` feature's process-wide counters
+    pub(crate) const fn new() -> Self {
+        StripedCounters {
+            block: OnceLock::new(),
+        }
+    }
 }
 
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
