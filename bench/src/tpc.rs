@@ -71,6 +71,8 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
         workers: args.workers,
         boundaries,
         tree: Config::default(),
+        // Uniform keys: the partitions stay as they start (and no slice latches).
+        rebalance: None,
     })
     .map_err(|e| e.to_string())?;
     let mut loader = exec.client();

@@ -72,6 +72,7 @@ pub use long_key::MAX_KEY_LEN;
 pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
 pub use partition::executor::{
     Client, Executor, ExecutorConfig, ExecutorStats, KeyValue, Local, Op, OpResult,
+    RebalanceConfig, Rebalanced,
 };
 pub use partition::PartitionedTree;
 pub use stats::Stats;

@@ -1,15 +1,19 @@
 //! The thread-per-core `Executor`: client threads against per-client `BTreeMap` oracles
 //! while partitions move, slice and meld (per-key order kept), range scans across
 //! partitions, actions, shutdown with requests in flight (every request answered or
-//! refused, none lost), and bad input.
+//! refused, none lost), bad input, and the rebalancer: slicing and spreading a hot range,
+//! and clients against their oracles while it repartitions under a moving hotspot.
 //!
 //! Run: `cargo test -p contree --test executor`.
 
-use contree::{Config, Error, Executor, ExecutorConfig, Op, OpResult};
+use contree::{
+    Client, Config, Error, Executor, ExecutorConfig, Op, OpResult, RebalanceConfig, Rebalanced,
+};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 fn key(i: u64) -> Vec<u8> {
     i.to_be_bytes().to_vec()
@@ -23,6 +27,7 @@ fn executor(workers: usize, boundaries: &[u64], page_size: usize) -> Executor {
             page_size,
             ..Config::default()
         },
+        rebalance: None,
     })
     .unwrap()
 }
@@ -324,6 +329,21 @@ fn bad_input_returns_errors_and_changes_nothing() {
             ..
         })
     ));
+    let lopsided = Executor::with_config(ExecutorConfig {
+        workers: 2,
+        rebalance: Some(RebalanceConfig {
+            imbalance: 0.5,
+            ..RebalanceConfig::default()
+        }),
+        ..Default::default()
+    });
+    assert!(matches!(
+        lopsided,
+        Err(Error::InvalidConfig {
+            field: "rebalance.imbalance",
+            ..
+        })
+    ));
     let exec = executor(2, &[100], 4096);
     let mut client = exec.client();
     client.insert(&key(1), b"v").unwrap();
@@ -365,4 +385,132 @@ fn a_client_inside_an_action_panics_clearly() {
             let _ = inner.get(b"k");
         })
         .unwrap();
+}
+
+/// `rounds` batches of 64 inserts into keys `from..from + width`.
+fn hot_load(client: &mut Client, rng: &mut StdRng, from: u64, width: u64, rounds: usize) {
+    for _ in 0..rounds {
+        let ops = (0..64)
+            .map(|_| Op::Insert(key(from + rng.gen_range(0..width)), b"v".to_vec()))
+            .collect();
+        assert!(client.execute(ops).iter().all(Result::is_ok));
+    }
+}
+
+/// Requests each worker carried out while `f` ran.
+fn requests_during(exec: &Executor, f: impl FnOnce()) -> Vec<u64> {
+    let before = exec.stats().requests;
+    f();
+    let after = exec.stats().requests;
+    after.iter().zip(before).map(|(a, b)| a - b).collect()
+}
+
+#[test]
+fn rebalancing_slices_a_hot_partition_and_spreads_its_load() {
+    // One partition, on worker 0; all requests go to a narrow range of it.
+    let exec = executor(2, &[], 4096);
+    let mut client = exec.client();
+    let mut rng = StdRng::seed_from_u64(7);
+    hot_load(&mut client, &mut rng, 1_000_000, 10_000, 100);
+    let done = exec.rebalance();
+    assert!(done.slices >= 1 && done.moves >= 1, "{done:?}");
+    let at = u64::from_be_bytes(exec.boundaries()[0][..].try_into().unwrap());
+    assert!(
+        (1_002_000..1_008_000).contains(&at),
+        "sliced at {at}, not near the load's median"
+    );
+    let shares = requests_during(&exec, || {
+        hot_load(&mut client, &mut rng, 1_000_000, 10_000, 100)
+    });
+    let total: u64 = shares.iter().sum();
+    assert!(
+        shares.iter().all(|&r| r * 4 > total),
+        "each worker carries a fair share now: {shares:?}"
+    );
+    assert_eq!(exec.rebalance(), Rebalanced::default(), "balanced: no step");
+    // The hot range moves to another partition: it is sliced and spread in turn.
+    hot_load(&mut client, &mut rng, 0, 10_000, 100);
+    let again = exec.rebalance();
+    assert!(again.slices >= 1 && again.moves >= 1, "{again:?}");
+    let shares = requests_during(&exec, || hot_load(&mut client, &mut rng, 0, 10_000, 100));
+    let total: u64 = shares.iter().sum();
+    assert!(shares.iter().all(|&r| r * 4 > total), "{shares:?}");
+    // A single hot key cannot be divided: no slice at it.
+    let before = exec.boundaries();
+    for _ in 0..5 {
+        hot_load(&mut client, &mut rng, 77, 1, 100);
+        exec.rebalance();
+    }
+    let after = exec.boundaries();
+    assert!(after.len() <= before.len() + 1, "{before:?} -> {after:?}");
+    let stats = exec.stats();
+    assert_eq!(stats.rebalance_rounds, 8);
+    assert!(stats.slices >= 2 && stats.moves >= 2, "{stats:?}");
+    exec.check_invariants().unwrap();
+}
+
+#[test]
+fn clients_match_their_oracles_while_the_rebalancer_repartitions() {
+    const CLIENTS: u64 = 2;
+    const KEYS: u64 = 20_000;
+    let exec = Executor::with_config(ExecutorConfig {
+        workers: 2,
+        tree: Config {
+            page_size: 512,
+            ..Config::default()
+        },
+        rebalance: Some(RebalanceConfig {
+            interval: Duration::from_millis(5),
+            min_requests: 200,
+            ..RebalanceConfig::default()
+        }),
+        ..ExecutorConfig::default()
+    })
+    .unwrap();
+    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let mut client = exec.client();
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(c);
+                    let mut oracle = BTreeMap::new();
+                    for round in 0..1500u64 {
+                        // 90% of the keys in a window that moves every 300 rounds.
+                        let hot = (round / 300) * (KEYS / 5);
+                        let ops: Vec<Op> = (0..64)
+                            .map(|j| {
+                                let n = if rng.gen_range(0..10) < 9 {
+                                    hot + rng.gen_range(0..KEYS / 20)
+                                } else {
+                                    rng.gen_range(0..KEYS)
+                                };
+                                let k = key(c + CLIENTS * n);
+                                match rng.gen_range(0..10) {
+                                    0..=4 => Op::Insert(k, format!("{round}/{j}").into_bytes()),
+                                    5 => Op::Remove(k),
+                                    _ => Op::Get(k),
+                                }
+                            })
+                            .collect();
+                        let want: Vec<OpResult> =
+                            ops.iter().map(|op| expect(&mut oracle, op)).collect();
+                        assert_eq!(client.execute(ops), want, "client {c}, round {round}");
+                    }
+                    oracle
+                })
+            })
+            .collect();
+        clients.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let stats = exec.stats();
+    assert!(stats.rebalance_rounds > 0);
+    assert!(
+        stats.slices > 0 && stats.moves > 0,
+        "the rebalancer sliced {} and moved {} times",
+        stats.slices,
+        stats.moves
+    );
+    exec.check_invariants().unwrap();
+    let tree = exec.shutdown();
+    same_as_oracles(&tree, oracles, "after the run");
 }

@@ -92,6 +92,8 @@ fn executor_workers_take_no_atomic_latch() {
     let exec = contree::Executor::with_config(contree::ExecutorConfig {
         workers: 2,
         boundaries,
+        // No slices by a rebalancer thread, which latches atomically.
+        rebalance: None,
         ..Default::default()
     })
     .unwrap();

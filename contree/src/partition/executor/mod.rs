@@ -22,15 +22,25 @@
 //! own (stale routes) go back to the client, which sends them again by the new routes; no
 //! request is lost, and one client's requests keep their order.
 //!
+//! **Repartitioning.** Each worker counts its requests per partition and samples their
+//! keys ([`load`]); with [`ExecutorConfig::rebalance`] set (the default), a rebalancer thread
+//! asks for those loads every interval and, when they are uneven, moves partitions between
+//! workers, slices hot ones and melds cold ones ([`rebalance`]) through the same
+//! [`move_partition`](Executor::move_partition), [`slice`](Executor::slice) and
+//! [`meld`](Executor::meld) a user calls, so it keeps their guarantees.
+//!
 //! **Shutdown.** Dropping the executor (or [`shutdown`](Executor::shutdown)) stops each
 //! worker after the requests already in its queue; requests that come later are refused
 //! with [`Error::ExecutorStopped`] and change nothing.
 
 mod client;
+mod load;
+mod rebalance;
 mod routes;
 mod worker;
 
 pub use client::Client;
+pub use rebalance::{RebalanceConfig, Rebalanced};
 pub use worker::{KeyValue, Local, Op, OpResult};
 
 use crate::config::Config;
@@ -38,6 +48,8 @@ use crate::error::Error;
 use crate::partition::PartitionedTree;
 use crate::stats::Stats;
 use client::Hub;
+use crossbeam_channel::{RecvTimeoutError, Sender};
+use rebalance::Step;
 use routes::{Published, Routes};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -57,6 +69,10 @@ pub struct ExecutorConfig {
     /// structure, leaf combining and line mode (none of which an owner needs: nobody
     /// contends for its leaves).
     pub tree: Config,
+    /// Repartitioning under skew by a rebalancer thread (default on, with
+    /// [`RebalanceConfig::default`]); `None` keeps partitions and owners as they are
+    /// unless the user changes them.
+    pub rebalance: Option<RebalanceConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -65,6 +81,7 @@ impl Default for ExecutorConfig {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             boundaries: Vec::new(),
             tree: Config::default(),
+            rebalance: Some(RebalanceConfig::default()),
         }
     }
 }
@@ -82,22 +99,30 @@ pub struct ExecutorStats {
     pub messages: Vec<u64>,
     /// Requests each worker sent back because it did not own their keys (stale routes).
     pub moved: Vec<u64>,
-    /// Partitions moved between workers.
+    /// Partitions moved between workers (by the user or the rebalancer).
     pub moves: u64,
+    /// Partitions sliced (by the user or the rebalancer).
+    pub slices: u64,
+    /// Pairs of partitions melded (by the user or the rebalancer).
+    pub melds: u64,
+    /// Rounds of rebalancing run.
+    pub rebalance_rounds: u64,
     /// The worker of each partition, in key order.
     pub owners: Vec<usize>,
 }
 
 /// A thread-per-core front of a [`PartitionedTree`]: each worker thread owns some
 /// partitions and carries out the requests for their keys without latches; clients send
-/// requests, batches, range scans and closures ("actions") through [`Client`]s. See the
-/// module documentation (`partition::executor` in the source) for why it is correct.
+/// requests, batches, range scans and closures ("actions") through [`Client`]s; a
+/// rebalancer thread evens out the workers' loads (see [`RebalanceConfig`]). See the module
+/// documentation (`partition::executor` in the source) for why it is correct.
 ///
 /// ```
 /// use contree::{Executor, ExecutorConfig, Op};
 /// let exec = Executor::with_config(ExecutorConfig {
 ///     workers: 2,
 ///     boundaries: vec![500u32.to_be_bytes().to_vec()],
+///     rebalance: None,
 ///     ..Default::default()
 /// })
 /// .unwrap();
@@ -113,27 +138,40 @@ pub struct ExecutorStats {
 /// tree.check_invariants().unwrap();
 /// ```
 pub struct Executor {
+    control: Arc<Control>,
+    handles: Vec<JoinHandle<()>>,
+    /// The rebalancer thread and the sender whose drop stops it.
+    rebalancer: Option<(Sender<()>, JoinHandle<()>)>,
+    rebalance: RebalanceConfig,
+}
+
+/// What the executor's control side shares with the rebalancer thread.
+struct Control {
     tree: Arc<PartitionedTree>,
     hub: Arc<Hub>,
     counters: Arc<[WorkerCounters]>,
-    handles: Vec<JoinHandle<()>>,
     /// Serialises the changes of routes and ownership.
-    control: Mutex<()>,
+    lock: Mutex<()>,
     moves: AtomicU64,
+    slices: AtomicU64,
+    melds: AtomicU64,
+    rounds: AtomicU64,
 }
 
 impl std::fmt::Debug for Executor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Executor")
             .field("workers", &self.handles.len())
-            .field("partitions", &self.hub.routes.get().owners.len())
+            .field("partitions", &self.control.hub.routes.get().owners.len())
+            .field("rebalancing", &self.rebalancer.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Executor {
     /// An executor of `workers` threads over an empty tree of one partition (on worker 0;
-    /// [`slice`](Self::slice) and [`move_partition`](Self::move_partition) spread it).
+    /// the rebalancer, or [`slice`](Self::slice) and
+    /// [`move_partition`](Self::move_partition), spread it).
     pub fn new(workers: usize) -> Result<Executor, Error> {
         Self::with_config(ExecutorConfig {
             workers,
@@ -142,7 +180,7 @@ impl Executor {
     }
 
     /// An executor built as `config` says; [`Error::InvalidConfig`] for no workers, bad
-    /// boundaries or a bad tree configuration.
+    /// boundaries, a bad rebalancing policy or a bad tree configuration.
     pub fn with_config(config: ExecutorConfig) -> Result<Executor, Error> {
         if config.workers == 0 {
             return Err(Error::InvalidConfig {
@@ -155,6 +193,9 @@ impl Executor {
                 field: "boundaries",
                 reason: "the boundaries must ascend strictly".into(),
             });
+        }
+        if let Some(policy) = &config.rebalance {
+            policy.validate()?;
         }
         let tree = PartitionedTree::with_config(Config {
             space_manager: false,
@@ -192,22 +233,45 @@ impl Executor {
                 .expect("spawn an executor worker");
             handles.push(handle);
         }
-        Ok(Executor {
+        let control = Arc::new(Control {
             tree,
             hub: Arc::new(Hub {
                 queues,
                 routes: Published::new(routes),
             }),
             counters,
-            handles,
-            control: Mutex::new(()),
+            lock: Mutex::new(()),
             moves: AtomicU64::new(0),
+            slices: AtomicU64::new(0),
+            melds: AtomicU64::new(0),
+            rounds: AtomicU64::new(0),
+        });
+        let rebalancer = config.rebalance.clone().map(|policy| {
+            let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+            let control = Arc::clone(&control);
+            let handle = std::thread::Builder::new()
+                .name("contree-rebalancer".into())
+                .spawn(move || {
+                    // Dropping `stop` ends the wait at once.
+                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(policy.interval)
+                    {
+                        control.rebalance(&policy);
+                    }
+                })
+                .expect("spawn the executor's rebalancer");
+            (stop, handle)
+        });
+        Ok(Executor {
+            control,
+            handles,
+            rebalancer,
+            rebalance: config.rebalance.unwrap_or_default(),
         })
     }
 
     /// A new client (one per client thread).
     pub fn client(&self) -> Client {
-        Client::new(Arc::clone(&self.hub))
+        Client::new(Arc::clone(&self.control.hub))
     }
 
     /// The number of workers.
@@ -217,17 +281,17 @@ impl Executor {
 
     /// The partition boundaries, ascending (see [`PartitionedTree::boundaries`]).
     pub fn boundaries(&self) -> Vec<Vec<u8>> {
-        self.hub.routes.get().boundaries.clone()
+        self.control.hub.routes.get().boundaries.clone()
     }
 
     /// The worker of each partition, in key order.
     pub fn owners(&self) -> Vec<usize> {
-        self.hub.routes.get().owners.clone()
+        self.control.hub.routes.get().owners.clone()
     }
 
     /// The number of entries (from the tree's counters; no worker is asked).
     pub fn len(&self) -> usize {
-        self.tree.len()
+        self.control.tree.len()
     }
 
     /// Whether the tree holds no entry.
@@ -235,15 +299,127 @@ impl Executor {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.control.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Gives partition `partition` (an index into the partitions in key order) to worker
     /// `to`: the old owner finishes every request queued for it first, and requests that
     /// reach it later go to the new owner. Ownership only: no page is touched.
     /// [`Error::InvalidConfig`] for a partition or worker that does not exist.
     pub fn move_partition(&self, partition: usize, to: usize) -> Result<(), Error> {
+        self.control.move_partition(partition, to).map(|_| ())
+    }
+
+    /// Slices the partition holding `at` in two at `at` ([`PartitionedTree::slice`]) while
+    /// the workers pause; both halves stay with the partition's worker.
+    pub fn slice(&self, at: &[u8]) -> Result<(), Error> {
+        self.control.slice(at)
+    }
+
+    /// Melds the two partitions that meet at boundary `at` ([`PartitionedTree::meld`])
+    /// while the workers pause; the joined partition goes to the left one's worker.
+    pub fn meld(&self, at: &[u8]) -> Result<(), Error> {
+        self.control.meld(at)
+    }
+
+    /// Runs one round of rebalancing now, by the configured policy (or
+    /// [`RebalanceConfig::default`] if the executor has none): reads each worker's load per
+    /// partition since the last round and moves, slices and melds partitions where the
+    /// loads are uneven. Returns what it did.
+    pub fn rebalance(&self) -> Rebalanced {
+        self.control.rebalance(&self.rebalance)
+    }
+
+    /// Runs XMerge over the whole tree while the workers pause (see [`Tree::compact`]):
+    /// the executor's tree has no space manager thread, so this is how its pages are
+    /// packed after many removals. Returns the pages freed.
+    ///
+    /// [`Tree::compact`]: crate::Tree::compact
+    pub fn compact(&self) -> usize {
+        self.control.paused(|tree, _| (tree.compact(), None))
+    }
+
+    /// The tree's statistics and the workers' counters; the tree's part is read while the
+    /// workers pause.
+    pub fn stats(&self) -> ExecutorStats {
+        let c = &self.control;
+        let tree = c.paused(|tree, _| (tree.stats(), None));
+        let read = |f: fn(&WorkerCounters) -> &AtomicU64| {
+            c.counters
+                .iter()
+                .map(|w| f(w).load(Ordering::Relaxed))
+                .collect()
+        };
+        ExecutorStats {
+            tree,
+            requests: read(|w| &w.requests),
+            messages: read(|w| &w.messages),
+            moved: read(|w| &w.moved),
+            moves: c.moves.load(Ordering::Relaxed),
+            slices: c.slices.load(Ordering::Relaxed),
+            melds: c.melds.load(Ordering::Relaxed),
+            rebalance_rounds: c.rounds.load(Ordering::Relaxed),
+            owners: self.owners(),
+        }
+    }
+
+    /// Checks the tree's invariants while the workers pause ([`Tree::check_invariants`]).
+    ///
+    /// [`Tree::check_invariants`]: crate::Tree::check_invariants
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.control
+            .paused(|tree, _| (tree.check_invariants(), None))
+    }
+
+    /// Stops the workers once they have carried out the requests queued so far, and
+    /// returns the tree. Requests sent later are refused with [`Error::ExecutorStopped`].
+    pub fn shutdown(self) -> PartitionedTree {
+        let tree = Arc::clone(&self.control.tree);
+        // Stops and joins the rebalancer and the workers, which drop their handles of the
+        // tree.
+        drop(self);
+        Arc::try_unwrap(tree)
+            .unwrap_or_else(|_| unreachable!("the workers, which held the tree, have stopped"))
+    }
+
+    fn stop(&mut self) {
+        // The rebalancer first: it sends to the workers.
+        if let Some((stop, handle)) = self.rebalancer.take() {
+            drop(stop);
+            if let Err(panic) = handle.join() {
+                if !std::thread::panicking() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+        for queue in &self.control.hub.queues {
+            let _ = queue.send(Msg::Stop);
+        }
+        for handle in self.handles.drain(..) {
+            if let Err(panic) = handle.join() {
+                // A worker panicked outside an action (a bug): say so.
+                if !std::thread::panicking() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Control {
+    fn workers(&self) -> usize {
+        self.hub.queues.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`Executor::move_partition`]; `Ok(false)` if `to` owned the partition already.
+    fn move_partition(&self, partition: usize, to: usize) -> Result<bool, Error> {
         let _c = self.lock();
         let current = self.hub.routes.get();
         if partition >= current.owners.len() || to >= self.workers() {
@@ -258,7 +434,7 @@ impl Executor {
         }
         let from = current.owners[partition];
         if from == to {
-            return Ok(());
+            return Ok(false);
         }
         let mut next = current.next();
         next.owners[partition] = to;
@@ -283,7 +459,7 @@ impl Executor {
             })
             .map_err(|_| Error::ExecutorStopped)?;
         self.moves.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
     }
 
     /// Runs `f` on the caller's thread while every worker waits in its queue, then gives
@@ -322,9 +498,7 @@ impl Executor {
         out
     }
 
-    /// Slices the partition holding `at` in two at `at` ([`PartitionedTree::slice`]) while
-    /// the workers pause; both halves stay with the partition's worker.
-    pub fn slice(&self, at: &[u8]) -> Result<(), Error> {
+    fn slice(&self, at: &[u8]) -> Result<(), Error> {
         self.paused(|tree, routes| match tree.slice(at) {
             Ok(()) => {
                 let p = routes.partition_of(at);
@@ -334,12 +508,12 @@ impl Executor {
                 (Ok(()), Some(next))
             }
             Err(e) => (Err(e), None),
-        })
+        })?;
+        self.slices.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Melds the two partitions that meet at boundary `at` ([`PartitionedTree::meld`])
-    /// while the workers pause; the joined partition goes to the left one's worker.
-    pub fn meld(&self, at: &[u8]) -> Result<(), Error> {
+    fn meld(&self, at: &[u8]) -> Result<(), Error> {
         self.paused(|tree, routes| match tree.meld(at) {
             Ok(()) => {
                 let p = routes.partition_of(at);
@@ -349,72 +523,38 @@ impl Executor {
                 (Ok(()), Some(next))
             }
             Err(e) => (Err(e), None),
-        })
+        })?;
+        self.melds.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Runs XMerge over the whole tree while the workers pause (see [`Tree::compact`]):
-    /// the executor's tree has no space manager thread, so this is how its pages are
-    /// packed after many removals. Returns the pages freed.
-    ///
-    /// [`Tree::compact`]: crate::Tree::compact
-    pub fn compact(&self) -> usize {
-        self.paused(|tree, _| (tree.compact(), None))
-    }
-
-    /// The tree's statistics and the workers' counters; the tree's part is read while the
-    /// workers pause.
-    pub fn stats(&self) -> ExecutorStats {
-        let tree = self.paused(|tree, _| (tree.stats(), None));
-        let read = |f: fn(&WorkerCounters) -> &AtomicU64| {
-            self.counters
-                .iter()
-                .map(|c| f(c).load(Ordering::Relaxed))
-                .collect()
-        };
-        ExecutorStats {
-            tree,
-            requests: read(|c| &c.requests),
-            messages: read(|c| &c.messages),
-            moved: read(|c| &c.moved),
-            moves: self.moves.load(Ordering::Relaxed),
-            owners: self.owners(),
-        }
-    }
-
-    /// Checks the tree's invariants while the workers pause ([`Tree::check_invariants`]).
-    ///
-    /// [`Tree::check_invariants`]: crate::Tree::check_invariants
-    pub fn check_invariants(&self) -> Result<(), String> {
-        self.paused(|tree, _| (tree.check_invariants(), None))
-    }
-
-    /// Stops the workers once they have carried out the requests queued so far, and
-    /// returns the tree. Requests sent later are refused with [`Error::ExecutorStopped`].
-    pub fn shutdown(self) -> PartitionedTree {
-        let tree = Arc::clone(&self.tree);
-        // Stops and joins the workers, which drop their handles of the tree.
-        drop(self);
-        Arc::try_unwrap(tree)
-            .unwrap_or_else(|_| unreachable!("the workers, which held the tree, have stopped"))
-    }
-
-    fn stop(&mut self) {
+    /// One round of rebalancing by `policy`: the workers' load reports, the plan, and its
+    /// steps, until one fails (the partitions changed meanwhile; the next round sees).
+    fn rebalance(&self, policy: &RebalanceConfig) -> Rebalanced {
+        self.rounds.fetch_add(1, Ordering::Relaxed);
+        let mut reports = Vec::new();
         for queue in &self.hub.queues {
-            let _ = queue.send(Msg::Stop);
-        }
-        for handle in self.handles.drain(..) {
-            if let Err(panic) = handle.join() {
-                // A worker panicked outside an action (a bug): say so.
-                if !std::thread::panicking() {
-                    std::panic::resume_unwind(panic);
-                }
+            let (reply, replied) = crossbeam_channel::bounded(1);
+            if queue.send(Msg::Report(reply)).is_ok() {
+                reports.extend(replied.recv().unwrap_or_default());
             }
         }
-    }
-}
-
-impl Drop for Executor {
-    fn drop(&mut self) {
-        self.stop();
+        let routes = self.hub.routes.get();
+        let mut done = Rebalanced::default();
+        for step in rebalance::plan(&routes, reports, self.workers(), policy) {
+            let ok = match step {
+                Step::Move { key, to } => {
+                    let p = self.hub.routes.get().partition_of(&key);
+                    self.move_partition(p, to)
+                        .map(|moved| done.moves += usize::from(moved))
+                }
+                Step::Slice { at } => self.slice(&at).map(|()| done.slices += 1),
+                Step::Meld { at } => self.meld(&at).map(|()| done.melds += 1),
+            };
+            if ok.is_err() {
+                break;
+            }
+        }
+        done
     }
 }

@@ -6,6 +6,7 @@
 //! worker, which answers "moved" for a key it does not own; the client then takes the new
 //! copy and sends the request again. So a route is never trusted, only used.
 
+use super::load::{LoadReport, Loads};
 use std::cmp::Ordering as CmpOrdering;
 use std::sync::Arc;
 
@@ -84,24 +85,47 @@ impl Routes {
     }
 }
 
-/// The spans a worker owns, searched by key.
+/// The spans a worker owns, searched by key, and their loads.
 #[derive(Default)]
 pub(crate) struct Owned {
     spans: Vec<Span>,
+    loads: Loads,
 }
 
 impl Owned {
     pub fn new(spans: Vec<Span>) -> Owned {
-        Owned { spans }
+        let loads = Loads::new(spans.len());
+        Owned { spans, loads }
     }
 
     /// The owned span holding `key`.
     #[inline]
     pub fn find(&self, key: &[u8]) -> Option<&Span> {
-        self.spans
-            .binary_search_by(|s| s.cmp_key(key))
-            .ok()
-            .map(|i| &self.spans[i])
+        self.position(key).map(|i| &self.spans[i])
+    }
+
+    #[inline]
+    fn position(&self, key: &[u8]) -> Option<usize> {
+        self.spans.binary_search_by(|s| s.cmp_key(key)).ok()
+    }
+
+    /// The owned span holding `key`, counting a request for `key` in its load.
+    #[inline]
+    pub fn enter(&mut self, key: &[u8]) -> Option<&Span> {
+        let i = self.position(key)?;
+        self.loads.get_mut(i).count(key);
+        Some(&self.spans[i])
+    }
+
+    /// Owns `spans` from now on, keeping the loads of the spans that stay.
+    pub fn rebind(self, spans: Vec<Span>) -> Owned {
+        let loads = self.loads.rebind(&self.spans, &spans);
+        Owned { spans, loads }
+    }
+
+    /// The loads of the owned spans since the last report.
+    pub fn report(&mut self) -> Vec<LoadReport> {
+        self.loads.report(&self.spans)
     }
 }
 

@@ -7,6 +7,7 @@
 //! by the worker, or, if the worker stopped first and the queue dropped the message, by the
 //! message's own `Drop` ([`Error::ExecutorStopped`]).
 
+use super::load::LoadReport;
 use super::routes::{Owned, Span};
 use crate::error::Error;
 use crate::sync::owner::OwnerMode;
@@ -135,6 +136,8 @@ pub(super) enum Msg {
         ack: Sender<()>,
         resume: Receiver<Vec<Span>>,
     },
+    /// Answer the load of each owned partition since the last report.
+    Report(Sender<Vec<LoadReport>>),
     Stop,
 }
 
@@ -308,7 +311,7 @@ pub(super) fn run(
                 let answers = ops
                     .into_iter()
                     .map(|(i, op)| {
-                        if owned.find(op.key()).is_some() {
+                        if owned.enter(op.key()).is_some() {
                             (i, Answer::Done(apply(tree_ref, op)))
                         } else {
                             counters.moved.fetch_add(1, Ordering::Relaxed);
@@ -321,7 +324,7 @@ pub(super) fn run(
             Msg::Action(mut action) => {
                 counters.requests.fetch_add(1, Ordering::Relaxed);
                 let f = action.f.take().expect("an action is run once");
-                let answer = match owned.find(&action.key) {
+                let answer = match owned.enter(&action.key) {
                     Some(span) => {
                         let local = Local {
                             tree: tree_ref,
@@ -341,6 +344,12 @@ pub(super) fn run(
                 counters.requests.fetch_add(1, Ordering::Relaxed);
                 let reply = scan_msg.reply.take().expect("answered once");
                 let answer = if owned.find(&inside(&scan_msg.span)) == Some(&scan_msg.span) {
+                    // Counted at its start where that is a key of the partition.
+                    let at = match &scan_msg.start {
+                        Bound::Included(k) if scan_msg.span.contains(k) => k.clone(),
+                        _ => inside(&scan_msg.span),
+                    };
+                    owned.enter(&at);
                     let start = std::mem::replace(&mut scan_msg.start, Bound::Unbounded);
                     let end = std::mem::replace(&mut scan_msg.end, Bound::Unbounded);
                     RangeAnswer::Done(scan(tree_ref, start, end, scan_msg.limit))
@@ -351,7 +360,7 @@ pub(super) fn run(
                 let _ = reply.send(answer);
             }
             Msg::Own { spans, ack } => {
-                owned = Owned::new(spans);
+                owned = owned.rebind(spans);
                 if let Some(ack) = ack {
                     let _ = ack.send(());
                 }
@@ -359,8 +368,11 @@ pub(super) fn run(
             Msg::Pause { ack, resume } => {
                 let _ = ack.send(());
                 if let Ok(spans) = resume.recv() {
-                    owned = Owned::new(spans);
+                    owned = owned.rebind(spans);
                 }
+            }
+            Msg::Report(reply) => {
+                let _ = reply.send(owned.report());
             }
             Msg::Stop => break,
         }
