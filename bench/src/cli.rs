@@ -66,6 +66,10 @@ pub enum Command {
     /// batched and unbatched clients (contree alone). Build with `--features latch-stats`
     /// to count latch acquisitions per operation.
     Tpc(TpcArgs),
+    /// The thread-per-core `Executor` under a moving hotspot, with and without its
+    /// rebalancer, against the same clients without skew: throughput per tick, and how
+    /// soon it comes back after each change (contree alone).
+    Hotspot(HotspotArgs),
     /// Lists the peers.
     Peers,
 }
@@ -270,6 +274,47 @@ pub struct TpcArgs {
     /// Seed of the clients' generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+/// hotspot options.
+#[derive(Args, Debug, Clone)]
+pub struct HotspotArgs {
+    /// Records loaded (8-byte keys spread evenly in order, 8-byte values).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub records: u64,
+    /// Executor workers (one partition each to start with).
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Client threads.
+    #[arg(long, default_value_t = 1)]
+    pub clients: usize,
+    /// Operations per client batch.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Seconds per row.
+    #[arg(long, default_value_t = 12.0, value_parser = parse_seconds)]
+    pub seconds: f64,
+    /// Seconds between moves of the hot range.
+    #[arg(long, default_value_t = 3.0, value_parser = parse_seconds)]
+    pub phase: f64,
+    /// Seconds per sample of the throughput.
+    #[arg(long, default_value_t = 0.25, value_parser = parse_seconds)]
+    pub tick: f64,
+    /// Share of the keys drawn from the hot range.
+    #[arg(long, default_value_t = 0.9)]
+    pub hot_share: f64,
+    /// Width of the hot range, as a share of the records.
+    #[arg(long, default_value_t = 0.01)]
+    pub hot_width: f64,
+    /// Interleaved repetitions of every row.
+    #[arg(long, default_value_t = 1)]
+    pub reps: usize,
+    /// Seed of the clients' generators.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Where to write the per-second plot.
+    #[arg(long)]
+    pub svg: Option<std::path::PathBuf>,
 }
 
 /// compare options.

@@ -45,6 +45,7 @@ pub fn execute(cli: Cli) -> Result<(), String> {
         Command::Compare(args) => return crate::compare::run(&args).map(|_| ()),
         Command::Repartition(args) => return crate::repartition::run(&args),
         Command::Tpc(args) => return crate::tpc::run(&args),
+        Command::Hotspot(args) => return crate::hotspot::run(&args),
         Command::YcsbA(a) => ycsb(YcsbKind::A, a),
         Command::YcsbB(a) => ycsb(YcsbKind::B, a),
         Command::YcsbC(a) => ycsb(YcsbKind::C, a),

@@ -7,7 +7,7 @@
 
 use crate::cli::TpcArgs;
 use crate::generators::rng::{fnv1a64, FastRng};
-use contree::{Config, Executor, ExecutorConfig, Op, Tree};
+use contree::{Client, Config, Executor, ExecutorConfig, Op, Tree};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -173,23 +173,39 @@ fn tpc_row(exec: &Executor, args: &TpcArgs, batch: usize, value: &[u8]) -> Sampl
         let mut rng = FastRng::new(args.seed + 100 + t as u64);
         let mut n = 0;
         while !stop.load(Ordering::Relaxed) {
-            let ops: Vec<Op> = (0..batch)
-                .map(|_| {
-                    let (read, k) = next_op(&mut rng, args.records);
-                    if read {
-                        Op::Get(k.to_vec())
-                    } else {
-                        Op::Insert(k.to_vec(), value.to_vec())
-                    }
-                })
-                .collect();
-            for r in client.execute(ops) {
-                r.expect("an executor request");
-            }
+            let ops = ycsb_a_batch(&mut rng, batch, value, |rng| key(rng.below(args.records)));
+            execute_all(&mut client, ops);
             n += batch as u64;
         }
         done.fetch_add(n, Ordering::Relaxed);
     })
+}
+
+/// A YCSB-A batch of `len` operations: each reads or updates (even odds) the key `key`
+/// draws.
+pub(crate) fn ycsb_a_batch(
+    rng: &mut FastRng,
+    len: usize,
+    value: &[u8],
+    mut key: impl FnMut(&mut FastRng) -> [u8; 8],
+) -> Vec<Op> {
+    (0..len)
+        .map(|_| {
+            let k = key(rng);
+            if rng.below(2) == 0 {
+                Op::Get(k.to_vec())
+            } else {
+                Op::Insert(k.to_vec(), value.to_vec())
+            }
+        })
+        .collect()
+}
+
+/// Sends `ops`; an error answer is a bug of the executor.
+pub(crate) fn execute_all(client: &mut Client, ops: Vec<Op>) {
+    for r in client.execute(ops) {
+        r.expect("an executor request");
+    }
 }
 
 fn median_rate(samples: &[Sample]) -> f64 {

@@ -360,6 +360,16 @@ impl Executor {
         }
     }
 
+    /// Requests each worker received so far (as [`ExecutorStats::requests`]), read without
+    /// pausing anyone: cheap enough to watch the load as it happens.
+    pub fn requests(&self) -> Vec<u64> {
+        self.control
+            .counters
+            .iter()
+            .map(|w| w.requests.load(Ordering::Relaxed))
+            .collect()
+    }
+
     /// Checks the tree's invariants while the workers pause ([`Tree::check_invariants`]).
     ///
     /// [`Tree::check_invariants`]: crate::Tree::check_invariants
