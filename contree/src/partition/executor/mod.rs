@@ -156,6 +156,8 @@ struct Control {
     slices: AtomicU64,
     melds: AtomicU64,
     rounds: AtomicU64,
+    /// Partitions at which a slice found the table page full (no slice is planned beyond).
+    table_full: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Executor {
@@ -245,6 +247,7 @@ impl Executor {
             slices: AtomicU64::new(0),
             melds: AtomicU64::new(0),
             rounds: AtomicU64::new(0),
+            table_full: std::sync::atomic::AtomicUsize::new(usize::MAX),
         });
         let rebalancer = config.rebalance.clone().map(|policy| {
             let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
@@ -550,16 +553,27 @@ impl Control {
             }
         }
         let routes = self.hub.routes.get();
+        let limits = rebalance::Limits {
+            max_boundary: crate::node::inline_key_max(self.tree.as_tree().config().page_size),
+            max_partitions: self.table_full.load(Ordering::Relaxed),
+        };
         let mut done = Rebalanced::default();
-        for step in rebalance::plan(&routes, reports, self.workers(), policy) {
+        for step in rebalance::plan(&routes, reports, self.workers(), policy, limits) {
             let ok = match step {
                 Step::Move { key, to } => {
                     let p = self.hub.routes.get().partition_of(&key);
                     self.move_partition(p, to)
                         .map(|moved| done.moves += usize::from(moved))
+                        .map_err(|_| ())
                 }
-                Step::Slice { at } => self.slice(&at).map(|()| done.slices += 1),
-                Step::Meld { at } => self.meld(&at).map(|()| done.melds += 1),
+                Step::Slice { at } => match self.slice(&at) {
+                    Err(Error::TooManyPartitions { partitions }) => {
+                        self.table_full.store(partitions, Ordering::Relaxed);
+                        Err(())
+                    }
+                    r => r.map(|()| done.slices += 1).map_err(|_| ()),
+                },
+                Step::Meld { at } => self.meld(&at).map(|()| done.melds += 1).map_err(|_| ()),
             };
             if ok.is_err() {
                 break;

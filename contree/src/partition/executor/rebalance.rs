@@ -124,22 +124,34 @@ struct Part {
 /// Sampled keys a partition needs before it is sliced by them.
 const MIN_SAMPLES: usize = 16;
 
+/// What the tree allows a plan.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// The longest boundary a slice takes.
+    pub max_boundary: usize,
+    /// Partitions beyond which no slice is planned.
+    pub max_partitions: usize,
+}
+
 impl Part {
     /// Where to slice the partition so that each half gets about half its requests, and
     /// the left half's share; `None` where the samples are too few, fall on one key or on
-    /// the partition's end (a single hot key cannot be divided).
-    fn cut(&self) -> Option<(Vec<u8>, f64)> {
+    /// the partition's end (a single hot key cannot be divided). A median key longer than
+    /// `max_boundary` is cut to that length (a prefix sorts before the key: the share is
+    /// counted again).
+    fn cut(&self, max_boundary: usize) -> Option<(Vec<u8>, f64)> {
         let n = self.samples.len();
         if n < MIN_SAMPLES {
             return None;
         }
-        let at = &self.samples[(n - 1) / 2];
-        if !self.span.contains(at) || self.span.upper.as_ref() == Some(at) {
+        let median = &self.samples[(n - 1) / 2];
+        let at = &median[..median.len().min(max_boundary)];
+        if !self.span.contains(at) || self.span.upper.as_deref() == Some(at) {
             return None;
         }
-        let left = self.samples.partition_point(|s| s <= at);
+        let left = self.samples.partition_point(|s| s.as_slice() <= at);
         let share = left as f64 / n as f64;
-        (0.2..=0.8).contains(&share).then(|| (at.clone(), share))
+        (0.2..=0.8).contains(&share).then(|| (at.to_vec(), share))
     }
 }
 
@@ -149,7 +161,12 @@ pub(super) fn plan(
     reports: Vec<LoadReport>,
     workers: usize,
     cfg: &RebalanceConfig,
+    limits: Limits,
 ) -> Vec<Step> {
+    let limits = Limits {
+        max_partitions: limits.max_partitions.min(cfg.max_partitions(workers)),
+        ..limits
+    };
     let mut parts: Vec<Part> = (0..routes.owners.len())
         .map(|p| Part {
             span: routes.span(p),
@@ -173,15 +190,21 @@ pub(super) fn plan(
     if workers < 2 && parts.len() <= 1 || total < cfg.min_requests as f64 {
         return Vec::new();
     }
-    let mut steps = balance(&mut parts, total, workers, cfg);
+    let mut steps = balance(&mut parts, total, workers, cfg, limits);
     if steps.is_empty() {
-        steps.extend(meld_cold(&parts, total, workers, cfg));
+        steps.extend(meld_cold(&parts, total, workers, cfg, limits));
     }
     steps
 }
 
 /// Moves and slices until no worker carries more than `imbalance` times the mean.
-fn balance(parts: &mut Vec<Part>, total: f64, workers: usize, cfg: &RebalanceConfig) -> Vec<Step> {
+fn balance(
+    parts: &mut Vec<Part>,
+    total: f64,
+    workers: usize,
+    cfg: &RebalanceConfig,
+    limits: Limits,
+) -> Vec<Step> {
     let mut steps = Vec::new();
     if workers < 2 {
         return steps;
@@ -217,13 +240,15 @@ fn balance(parts: &mut Vec<Part>, total: f64, workers: usize, cfg: &RebalanceCon
             });
             continue;
         }
-        if parts.len() >= cfg.max_partitions(workers) {
+        if parts.len() >= limits.max_partitions {
             break;
         }
         let hottest = (0..parts.len())
             .filter(|&p| parts[p].owner == h)
             .max_by(|&a, &b| parts[a].load.total_cmp(&parts[b].load));
-        let Some((p, (at, share))) = hottest.and_then(|p| Some((p, parts[p].cut()?))) else {
+        let Some((p, (at, share))) =
+            hottest.and_then(|p| Some((p, parts[p].cut(limits.max_boundary)?)))
+        else {
             break;
         };
         let part = parts.remove(p);
@@ -260,11 +285,17 @@ fn balance(parts: &mut Vec<Part>, total: f64, workers: usize, cfg: &RebalanceCon
 
 /// Melds the coldest pair of neighbours, if cold enough or if there are too many
 /// partitions.
-fn meld_cold(parts: &[Part], total: f64, workers: usize, cfg: &RebalanceConfig) -> Option<Step> {
+fn meld_cold(
+    parts: &[Part],
+    total: f64,
+    workers: usize,
+    cfg: &RebalanceConfig,
+    limits: Limits,
+) -> Option<Step> {
     if parts.len() <= workers.max(1) {
         return None;
     }
-    let too_many = parts.len() > cfg.max_partitions(workers);
+    let too_many = parts.len() > limits.max_partitions;
     let p = (0..parts.len() - 1).min_by(|&a, &b| {
         (parts[a].load + parts[a + 1].load).total_cmp(&(parts[b].load + parts[b + 1].load))
     })?;
@@ -282,6 +313,11 @@ fn meld_cold(parts: &[Part], total: f64, workers: usize, cfg: &RebalanceConfig) 
 mod tests {
     use super::super::load::SpanLoad;
     use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_boundary: 256,
+        max_partitions: usize::MAX,
+    };
 
     fn key(i: u64) -> Vec<u8> {
         i.to_be_bytes().to_vec()
@@ -333,21 +369,21 @@ mod tests {
     fn a_balanced_load_is_left_alone() {
         let r = routes(&[100, 200, 300], &[0, 1, 0, 1]);
         let reports = (0..4).map(|p| report(&r, p, 10_000, 0..0)).collect();
-        assert!(plan(&r, reports, 2, &RebalanceConfig::default()).is_empty());
+        assert!(plan(&r, reports, 2, &RebalanceConfig::default(), LIMITS).is_empty());
     }
 
     #[test]
     fn too_few_requests_change_nothing() {
         let r = routes(&[100], &[0, 0]);
         let reports = vec![report(&r, 0, 1000, 0..0), report(&r, 1, 0, 0..0)];
-        assert!(plan(&r, reports, 2, &RebalanceConfig::default()).is_empty());
+        assert!(plan(&r, reports, 2, &RebalanceConfig::default(), LIMITS).is_empty());
     }
 
     #[test]
     fn a_light_partition_of_the_busiest_worker_moves() {
         let r = routes(&[100, 200, 300], &[0, 0, 0, 1]);
         let reports = (0..4).map(|p| report(&r, p, 10_000, 0..0)).collect();
-        let steps = plan(&r, reports, 2, &RebalanceConfig::default());
+        let steps = plan(&r, reports, 2, &RebalanceConfig::default(), LIMITS);
         assert_eq!(steps.len(), 1, "{steps:?}");
         let mut after = r.clone();
         apply(&mut after, &steps);
@@ -359,7 +395,7 @@ mod tests {
         // One partition, all load on keys 1000..1640 of it.
         let r = routes(&[], &[0]);
         let reports = vec![report(&r, 0, 100_000, 1000..1640)];
-        let steps = plan(&r, reports, 2, &RebalanceConfig::default());
+        let steps = plan(&r, reports, 2, &RebalanceConfig::default(), LIMITS);
         let Step::Slice { at } = &steps[0] else {
             panic!("{steps:?}")
         };
@@ -375,7 +411,7 @@ mod tests {
     fn one_hot_key_is_not_sliced() {
         let r = routes(&[], &[0]);
         let reports = vec![report(&r, 0, 100_000, std::iter::repeat_n(5, 640))];
-        assert!(plan(&r, reports, 2, &RebalanceConfig::default()).is_empty());
+        assert!(plan(&r, reports, 2, &RebalanceConfig::default(), LIMITS).is_empty());
     }
 
     #[test]
@@ -383,7 +419,7 @@ mod tests {
         let r = routes(&[100, 200, 300], &[0, 1, 1, 1]);
         let loads = [50_000, 10, 10, 50_000];
         let reports = (0..4).map(|p| report(&r, p, loads[p], 0..0)).collect();
-        let steps = plan(&r, reports, 2, &RebalanceConfig::default());
+        let steps = plan(&r, reports, 2, &RebalanceConfig::default(), LIMITS);
         assert_eq!(steps, vec![Step::Meld { at: key(200) }]);
         let cfg = RebalanceConfig {
             max_partitions: 2,
@@ -391,7 +427,37 @@ mod tests {
             ..RebalanceConfig::default()
         };
         let reports = (0..4).map(|p| report(&r, p, 10_000, 0..0)).collect();
-        assert_eq!(plan(&r, reports, 2, &cfg).len(), 1);
+        assert_eq!(plan(&r, reports, 2, &cfg, LIMITS).len(), 1);
+    }
+
+    #[test]
+    fn a_long_median_key_is_cut_to_the_boundary_limit() {
+        let r = routes(&[], &[0]);
+        let mut load = SpanLoad::default();
+        for i in 0..640u64 {
+            let mut k = (1000 + i).to_be_bytes().to_vec();
+            k.extend_from_slice(&[b'x'; 40]);
+            load.count(&k);
+        }
+        load.requests = 100_000;
+        let reports = vec![LoadReport {
+            span: r.span(0),
+            load,
+        }];
+        let limits = Limits {
+            max_boundary: 8,
+            ..LIMITS
+        };
+        let steps = plan(&r, reports.clone(), 2, &RebalanceConfig::default(), limits);
+        let Some(Step::Slice { at }) = steps.first() else {
+            panic!("{steps:?}")
+        };
+        assert_eq!(at.len(), 8);
+        let full = Limits {
+            max_partitions: 1,
+            ..limits
+        };
+        assert!(plan(&r, reports, 2, &RebalanceConfig::default(), full).is_empty());
     }
 
     #[test]
@@ -399,7 +465,7 @@ mod tests {
         let r = routes(&[100], &[0, 0]);
         let old = routes(&[50], &[0, 0]);
         let reports = vec![report(&old, 0, 100_000, 0..0)];
-        assert!(plan(&r, reports, 2, &RebalanceConfig::default()).is_empty());
+        assert!(plan(&r, reports, 2, &RebalanceConfig::default(), LIMITS).is_empty());
     }
 
     #[test]
