@@ -387,6 +387,21 @@ fn a_client_inside_an_action_panics_clearly() {
         .unwrap();
 }
 
+#[test]
+#[should_panic(expected = "from one of its workers")]
+fn rebalancing_inside_an_action_panics_clearly() {
+    let exec = std::sync::Arc::new(executor(1, &[], 4096));
+    let mut client = exec.client();
+    let inner = std::sync::Arc::clone(&exec);
+    // The action's panic comes back to this thread (the action's handle of the executor
+    // is dropped on the worker as it unwinds; this thread's is the last one).
+    client
+        .run(b"k", move |_| {
+            inner.rebalance();
+        })
+        .unwrap();
+}
+
 /// `rounds` batches of 64 inserts into keys `from..from + width`.
 fn hot_load(client: &mut Client, rng: &mut StdRng, from: u64, width: u64, rounds: usize) {
     for _ in 0..rounds {

@@ -427,8 +427,19 @@ impl Control {
         self.hub.queues.len()
     }
 
+    /// The control lock; panics on a worker (inside an action), which would wait for
+    /// itself.
     fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        Self::not_on_a_worker();
         self.lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn not_on_a_worker() {
+        assert!(
+            !crate::sync::owner::active(),
+            "an Executor's partitions were changed, paused or rebalanced from one of its \
+             workers (inside an action): the worker would wait for itself"
+        );
     }
 
     /// [`Executor::move_partition`]; `Ok(false)` if `to` owned the partition already.
@@ -544,6 +555,7 @@ impl Control {
     /// One round of rebalancing by `policy`: the workers' load reports, the plan, and its
     /// steps, until one fails (the partitions changed meanwhile; the next round sees).
     fn rebalance(&self, policy: &RebalanceConfig) -> Rebalanced {
+        Self::not_on_a_worker();
         self.rounds.fetch_add(1, Ordering::Relaxed);
         let mut reports = Vec::new();
         for queue in &self.hub.queues {
