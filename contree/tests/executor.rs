@@ -304,46 +304,43 @@ fn dropping_the_executor_refuses_later_requests() {
     assert_eq!(client.get(b"a"), Err(Error::ExecutorStopped));
 }
 
+/// `config` is refused with `InvalidConfig` naming `field`.
+fn refused(config: ExecutorConfig, field: &str) {
+    let got = Executor::with_config(config);
+    assert!(
+        matches!(&got, Err(Error::InvalidConfig { field: f, .. }) if *f == field),
+        "{got:?}"
+    );
+}
+
 #[test]
 fn bad_input_returns_errors_and_changes_nothing() {
-    let zero = Executor::with_config(ExecutorConfig {
-        workers: 0,
-        ..Default::default()
-    });
-    assert!(matches!(
-        zero,
-        Err(Error::InvalidConfig {
-            field: "workers",
-            ..
-        })
-    ));
-    let unsorted = Executor::with_config(ExecutorConfig {
-        workers: 1,
-        boundaries: vec![key(5), key(5)],
-        ..Default::default()
-    });
-    assert!(matches!(
-        unsorted,
-        Err(Error::InvalidConfig {
-            field: "boundaries",
-            ..
-        })
-    ));
-    let lopsided = Executor::with_config(ExecutorConfig {
-        workers: 2,
-        rebalance: Some(RebalanceConfig {
-            imbalance: 0.5,
-            ..RebalanceConfig::default()
-        }),
-        ..Default::default()
-    });
-    assert!(matches!(
-        lopsided,
-        Err(Error::InvalidConfig {
-            field: "rebalance.imbalance",
-            ..
-        })
-    ));
+    refused(
+        ExecutorConfig {
+            workers: 0,
+            ..Default::default()
+        },
+        "workers",
+    );
+    refused(
+        ExecutorConfig {
+            workers: 1,
+            boundaries: vec![key(5), key(5)],
+            ..Default::default()
+        },
+        "boundaries",
+    );
+    refused(
+        ExecutorConfig {
+            workers: 2,
+            rebalance: Some(RebalanceConfig {
+                imbalance: 0.5,
+                ..RebalanceConfig::default()
+            }),
+            ..Default::default()
+        },
+        "rebalance.imbalance",
+    );
     let exec = executor(2, &[100], 4096);
     let mut client = exec.client();
     client.insert(&key(1), b"v").unwrap();

@@ -352,7 +352,7 @@ impl Executor {
         };
         ExecutorStats {
             tree,
-            requests: read(|w| &w.requests),
+            requests: self.requests(),
             messages: read(|w| &w.messages),
             moved: read(|w| &w.moved),
             moves: c.moves.load(Ordering::Relaxed),

@@ -15,7 +15,6 @@
 
 use super::load::LoadReport;
 use super::routes::{Routes, Span};
-use super::worker::inside;
 use crate::error::Error;
 use std::time::Duration;
 
@@ -177,7 +176,7 @@ pub(super) fn plan(
         .collect();
     for report in reports {
         // A report of a partition that changed since is left out.
-        let p = routes.partition_of(&inside(&report.span));
+        let p = routes.partition_of(&report.span.a_key());
         if let Some(part) = parts.get_mut(p).filter(|part| part.span == report.span) {
             part.load += report.load.requests as f64;
             part.samples.extend(report.load.samples);
@@ -235,7 +234,7 @@ fn balance(
         if let Some(p) = light {
             parts[p].owner = c;
             steps.push(Step::Move {
-                key: inside(&parts[p].span),
+                key: parts[p].span.a_key(),
                 to: c,
             });
             continue;

@@ -26,6 +26,19 @@ impl Span {
             && self.upper.as_deref().is_none_or(|u| key <= u)
     }
 
+    /// A key of the span, to find it by (among owned spans, or in routes).
+    pub fn a_key(&self) -> Vec<u8> {
+        match (&self.lower, &self.upper) {
+            (_, Some(u)) => u.clone(),
+            (Some(l), None) => {
+                let mut k = l.clone();
+                k.push(0);
+                k
+            }
+            (None, None) => Vec::new(),
+        }
+    }
+
     /// How the span lies against `key`: `Less` if it ends before it, `Greater` if it starts
     /// after it.
     pub fn cmp_key(&self, key: &[u8]) -> CmpOrdering {

@@ -261,19 +261,6 @@ pub(super) fn empty(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
     }
 }
 
-/// A key of `span` to find it by among the owned spans.
-pub(super) fn inside(span: &Span) -> Vec<u8> {
-    match (&span.lower, &span.upper) {
-        (_, Some(u)) => u.clone(),
-        (Some(l), None) => {
-            let mut k = l.clone();
-            k.push(0);
-            k
-        }
-        (None, None) => Vec::new(),
-    }
-}
-
 fn apply(tree: &Tree, op: Op) -> OpResult {
     match op {
         Op::Get(k) => Ok(tree.get(&k)),
@@ -343,11 +330,11 @@ pub(super) fn run(
             Msg::Range(mut scan_msg) => {
                 counters.requests.fetch_add(1, Ordering::Relaxed);
                 let reply = scan_msg.reply.take().expect("answered once");
-                let answer = if owned.find(&inside(&scan_msg.span)) == Some(&scan_msg.span) {
+                let answer = if owned.find(&scan_msg.span.a_key()) == Some(&scan_msg.span) {
                     // Counted at its start where that is a key of the partition.
                     let at = match &scan_msg.start {
                         Bound::Included(k) if scan_msg.span.contains(k) => k.clone(),
-                        _ => inside(&scan_msg.span),
+                        _ => scan_msg.span.a_key(),
                     };
                     owned.enter(&at);
                     let start = std::mem::replace(&mut scan_msg.start, Bound::Unbounded);
