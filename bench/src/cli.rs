@@ -70,6 +70,9 @@ pub enum Command {
     /// rebalancer, against the same clients without skew: throughput per tick, and how
     /// soon it comes back after each change (contree alone).
     Hotspot(HotspotArgs),
+    /// Upper-level replicas on a simulated NUMA topology: point reads with and without
+    /// them, the remote inner-node reads they save and the memory they take (contree alone).
+    Numa(NumaArgs),
     /// Lists the peers.
     Peers,
 }
@@ -315,6 +318,32 @@ pub struct HotspotArgs {
     /// Where to write the per-second plot.
     #[arg(long)]
     pub svg: Option<std::path::PathBuf>,
+}
+
+/// numa options.
+#[derive(Args, Debug, Clone)]
+pub struct NumaArgs {
+    /// Records loaded (8-byte keys spread evenly in order, 8-byte values).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub records: u64,
+    /// Threads running point reads (and inserts).
+    #[arg(long, default_value_t = 8)]
+    pub threads: usize,
+    /// Simulated NUMA nodes.
+    #[arg(long, default_value_t = 4)]
+    pub nodes: usize,
+    /// Share of operations that insert a new key (0: read-only, YCSB-C).
+    #[arg(long, default_value_t = 0.0)]
+    pub writes: f64,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 3.0, value_parser = parse_seconds)]
+    pub seconds: f64,
+    /// Interleaved repetitions of every row.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Seed of the threads' generators.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
 }
 
 /// compare options.

@@ -46,6 +46,7 @@ pub fn execute(cli: Cli) -> Result<(), String> {
         Command::Repartition(args) => return crate::repartition::run(&args),
         Command::Tpc(args) => return crate::tpc::run(&args),
         Command::Hotspot(args) => return crate::hotspot::run(&args),
+        Command::Numa(args) => return crate::numa::run(&args),
         Command::YcsbA(a) => ycsb(YcsbKind::A, a),
         Command::YcsbB(a) => ycsb(YcsbKind::B, a),
         Command::YcsbC(a) => ycsb(YcsbKind::C, a),

@@ -3,7 +3,7 @@
 //! per entry and contree's own counters as a table, JSON, CSV and SVG plots.
 //!
 //! Module map: [`cli`] (arguments) and [`commands`] (what each subcommand does), [`compare`]
-//! (the main job), [`repartition`] (slice and meld costs), [`tpc`] (the thread-per-core executor), [`hotspot`] (the executor under a moving hotspot), [`experiment`] (the interleaved run order) and [`runner`] (one measured
+//! (the main job), [`repartition`] (slice and meld costs), [`tpc`] (the thread-per-core executor), [`hotspot`] (the executor under a moving hotspot), [`numa`] (upper-level replicas on a simulated topology), [`experiment`] (the interleaved run order) and [`runner`] (one measured
 //! phase), [`workloads`] and [`generators`] (what the threads do, and the distributions),
 //! [`keys`] (key and value bytes), [`adapters`] (contree and its peers behind one trait),
 //! [`alloc`] (the counting allocator), [`stats`], [`output`], [`plot`] and [`progress`]
@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod generators;
 pub mod hotspot;
 pub mod keys;
+pub mod numa;
 pub mod output;
 pub mod plot;
 pub mod progress;

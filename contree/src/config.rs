@@ -151,6 +151,9 @@ pub struct Config {
     /// [`Stats::restarts`](crate::Stats::restarts) (from the root). Default `true`; `false`
     /// restarts every failed read from the root.
     pub leaf_phase_restarts: bool,
+    /// The NUMA parts (`numa-btree.md`): the topology, upper-level replicas per node. All
+    /// off by default; see [`Numa`](crate::Numa).
+    pub numa: crate::numa::Numa,
 }
 
 /// When a leaf switches to line mode ([`Config::line_mode`]).
@@ -230,6 +233,7 @@ impl Default for Config {
             side_merge_entries: 4096,
             line_mode: LineMode::Off,
             leaf_phase_restarts: true,
+            numa: crate::numa::Numa::default(),
         }
     }
 }
@@ -382,6 +386,7 @@ impl Config {
                     self.space_manager_share
                 )
             },
-        )
+        )?;
+        self.numa.validate(self.page_size)
     }
 }

@@ -35,6 +35,7 @@
 //!   operations, ranges, pops, bulk removals, batches and the std collection traits;
 //! * `partition`: the multi-rooted [`PartitionedTree`] (partition table, slice, meld) and
 //!   the thread-per-core [`Executor`] over it (workers that own partitions, their queues);
+//! * `numa`: the NUMA topology (system or simulated) and upper-level replicas per node;
 //! * `space`: the space manager, sweeps, reclaim and `compact`;
 //! * `typed`: codecs and [`TreeMap`] (its atomic per-key operations, ranges, collection
 //!   surface and serde support);
@@ -52,6 +53,7 @@ mod error;
 mod heap;
 mod long_key;
 mod node;
+mod numa;
 mod ops;
 mod page;
 mod partition;
@@ -69,6 +71,7 @@ pub use bytes::Bytes;
 pub use config::{Config, LineMode, SideStructure, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use error::Error;
 pub use long_key::MAX_KEY_LEN;
+pub use numa::{NodeFn, Numa, ThreadMap, Topology, MAX_NUMA_NODES};
 pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
 pub use partition::executor::{
     Client, Executor, ExecutorConfig, ExecutorStats, KeyValue, Local, Op, OpResult,

@@ -132,6 +132,34 @@ pub struct Stats {
     /// Bytes of free pages whose memory went back to the system
     /// ([`Config::return_memory`](crate::Config::return_memory); pool-wide).
     pub bytes_returned: usize,
+    /// NUMA ([`Config::numa`](crate::Config::numa)): the nodes of the tree's topology.
+    pub numa_nodes: usize,
+    /// NUMA: point reads that took the NUMA-aware index phase (every point read while a
+    /// NUMA part is on; 0 otherwise).
+    pub numa_reads: u64,
+    /// NUMA: inner-node pages those reads read, the tree's or a replica's.
+    pub numa_inner_reads: u64,
+    /// NUMA: inner-node pages of the tree those reads read on another node than the
+    /// reader's (by the page's node in the pool and the reader's in the topology; a
+    /// replica's pages are on the reader's node). Per read: `numa_remote_inner_reads /
+    /// numa_reads`.
+    pub numa_remote_inner_reads: u64,
+    /// Upper-level replicas ([`Numa::replicas`](crate::Numa::replicas)): point reads that
+    /// found their leaf through their node's replica.
+    pub replica_reads: u64,
+    /// Replicas: point reads that found their node's replica stale (or the structure changed
+    /// during the read) and descended the tree's own inner nodes.
+    pub replica_fallbacks: u64,
+    /// Replicas: refreshes that brought a node's replica up to date.
+    pub replica_refreshes: u64,
+    /// Replicas: inner-node pages copied by refreshes (a refresh copies only the pages whose
+    /// original changed).
+    pub replica_pages_copied: u64,
+    /// Replicas: bytes of page copies, all nodes together (each node's is at most
+    /// [`Numa::replica_budget`](crate::Numa::replica_budget)).
+    pub replica_bytes: usize,
+    /// Replicas: whether some node's replica outgrew its budget and is no longer used.
+    pub replica_over_budget: bool,
 }
 
 impl Tree {
@@ -191,6 +219,7 @@ impl Tree {
             ..Stats::default()
         };
         s.line_exits = s.line_switches.saturating_sub(s.hot_leaves as u64);
+        core.numa_stats(&mut s);
         (s.bytes_free, s.bytes_returned) = core.pool_free_bytes();
         let mut used = 0usize;
         let size = core.config().page_size;

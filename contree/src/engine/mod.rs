@@ -113,6 +113,8 @@ pub(crate) struct TreeCore {
     /// Whether the root is a partition table (`crate::partition`), for the paths that look
     /// at the table outside a descent; set before the tree is shared, never changed.
     pub(crate) partitioned: bool,
+    /// The NUMA parts that are on (`crate::numa`); `None` when all are off.
+    pub(crate) numa: Option<Box<crate::numa::NumaState>>,
 }
 
 impl TreeCore {
@@ -129,6 +131,7 @@ impl TreeCore {
             max_memory: pool.max_memory(),
             in_use: pool.bytes_in_use(),
         })?[0];
+        let numa = crate::numa::NumaState::new(&config.numa, config.page_size);
         let tree = TreeCore {
             hot: HotWords {
                 meta: HybridLatch::new(),
@@ -152,6 +155,7 @@ impl TreeCore {
             long_keys: AtomicBool::new(false),
             heap: Mutex::default(),
             partitioned: false,
+            numa,
         };
         tree.events.pages_held.store(1, Ordering::Relaxed);
         {

@@ -72,8 +72,15 @@ impl Tree {
             Ok(out)
         };
         core.retry(|| {
-            let seq = core.structure_seq();
-            let (leaf, mut guard) = core.point_leaf(key)?;
+            let (seq, leaf, mut guard) = match &core.numa {
+                None => {
+                    let seq = core.structure_seq();
+                    let (leaf, guard) = core.point_leaf(key)?;
+                    (seq, leaf, guard)
+                }
+                // Replicas and remote counts (`crate::numa`).
+                Some(numa) => core.numa_leaf(numa, key)?,
+            };
             let mut tries = 0;
             loop {
                 let latch = guard.latch();

@@ -41,24 +41,30 @@ use std::sync::Arc;
 /// A page id. Id 0 is a valid page.
 pub(crate) type PageId = u32;
 
-const SEGMENT_SHIFT: u32 = 5;
-const SEGMENT_PAGES: usize = 1 << SEGMENT_SHIFT;
+pub(crate) const SEGMENT_SHIFT: u32 = 5;
+pub(crate) const SEGMENT_PAGES: usize = 1 << SEGMENT_SHIFT;
 /// Segments below this one are smaller: segment `s` holds `2^s` pages.
 const SMALL_SEGMENTS: usize = SEGMENT_SHIFT as usize;
 /// Chunks of the directory: chunk `j` holds `2^j` segment pointers, so 28 of them cover the
 /// segments of every `u32` id.
-const CHUNKS: usize = 28;
+pub(crate) const CHUNKS: usize = 28;
 /// The most pages one pool can hold (64 Mi pages: 256 GiB of 4 KiB pages).
-const MAX_PAGES: usize = 1 << 26;
+pub(crate) const MAX_PAGES: usize = 1 << 26;
 /// Alignment of every page.
-const PAGE_ALIGN: usize = 4096;
+pub(crate) const PAGE_ALIGN: usize = 4096;
+/// A directory entry keeps its segment's NUMA node (`crate::numa`) in the 6 bits above the
+/// page mask, below the page-aligned address.
+const NODE_SHIFT: u32 = SEGMENT_SHIFT;
+const NODE_MASK: usize = 0x3F;
+const _: () = assert!(((NODE_MASK + 1) << NODE_SHIFT) <= PAGE_ALIGN);
+const _: () = assert!(NODE_MASK + 1 == crate::numa::MAX_NUMA_NODES);
 
 /// A chunk of the directory: segment pointers, null until the segment is mapped.
-type Chunk = AtomicPtr<u8>;
+pub(crate) type Chunk = AtomicPtr<u8>;
 
 /// The chunk of segment `seg` and the segment's index in it.
 #[inline]
-fn locate(seg: usize) -> (usize, usize) {
+pub(crate) fn locate(seg: usize) -> (usize, usize) {
     let i = seg + 1;
     let j = (usize::BITS - 1 - i.leading_zeros()) as usize;
     (j, i - (1 << j))
@@ -66,7 +72,7 @@ fn locate(seg: usize) -> (usize, usize) {
 
 /// Pages of segment `seg`.
 #[inline]
-fn segment_pages(seg: usize) -> usize {
+pub(crate) fn segment_pages(seg: usize) -> usize {
     if seg < SMALL_SEGMENTS {
         1 << seg
     } else {
@@ -74,11 +80,11 @@ fn segment_pages(seg: usize) -> usize {
     }
 }
 
-fn segment_layout(page_size: usize, seg: usize) -> Layout {
+pub(crate) fn segment_layout(page_size: usize, seg: usize) -> Layout {
     Layout::from_size_align(segment_pages(seg) * page_size, PAGE_ALIGN).expect("segment layout")
 }
 
-fn chunk_layout(j: usize) -> Layout {
+pub(crate) fn chunk_layout(j: usize) -> Layout {
     Layout::array::<Chunk>(1 << j).expect("chunk layout")
 }
 
@@ -362,9 +368,7 @@ impl PagePool {
             // All-zero bytes are null pointers: the chunk is valid before it is published.
             self.chunks[j].store(chunk, Ordering::Release);
         }
-        // The entry: the address with the segment's page mask in its low bits (free: the
-        // address is `PAGE_ALIGN`-aligned and the mask is below `SEGMENT_PAGES`).
-        let entry = mem.map_addr(|a| a | (segment_pages(seg) - 1));
+        let entry = segment_entry(mem, seg, 0);
         // SAFETY: the chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives as long
         // as the pool.
         unsafe { (*chunk.add(o)).store(entry, Ordering::Release) };
@@ -405,26 +409,43 @@ impl PagePool {
 impl Drop for PagePool {
     fn drop(&mut self) {
         let page_size = self.page_size;
-        for (j, chunk) in self.chunks.iter_mut().enumerate() {
-            let chunk = *chunk.get_mut();
-            if chunk.is_null() {
-                continue;
-            }
-            for o in 0..1usize << j {
-                // SAFETY: the chunk holds `2^j` entries; no tree uses the pool any more.
-                let entry = unsafe { (*chunk.add(o)).load(Ordering::Relaxed) };
-                if !entry.is_null() {
-                    let seg = (1 << j) - 1 + o;
-                    let mem = entry.map_addr(|a| a & !(SEGMENT_PAGES - 1));
-                    // SAFETY: `mem` was allocated with this segment's layout in
-                    // `map_segment` and is freed once, here.
-                    unsafe { dealloc(mem, segment_layout(page_size, seg)) };
-                }
-            }
-            // SAFETY: allocated with this layout in `map_segment`, freed once, here.
-            unsafe { dealloc(chunk as *mut u8, chunk_layout(j)) };
-        }
+        free_directory(&mut self.chunks, |mem, seg| {
+            // SAFETY: `mem` was allocated with this segment's layout in `map_segment` and is
+            // freed once, here, when no tree uses the pool any more.
+            unsafe { dealloc(mem, segment_layout(page_size, seg)) };
+        });
     }
+}
+
+/// Frees a chunk table (of a pool or a replica's copies, `crate::numa`) that nothing uses
+/// any more: `free_segment(memory, segment)` for each segment with memory, then the chunks.
+pub(crate) fn free_directory(
+    chunks: &mut [AtomicPtr<Chunk>; CHUNKS],
+    mut free_segment: impl FnMut(*mut u8, usize),
+) {
+    for (j, chunk) in chunks.iter_mut().enumerate() {
+        let chunk = *chunk.get_mut();
+        if chunk.is_null() {
+            continue;
+        }
+        for o in 0..1usize << j {
+            // SAFETY: the chunk holds `2^j` entries; nothing uses the directory any more.
+            let entry = unsafe { (*chunk.add(o)).load(Ordering::Relaxed) };
+            if !entry.is_null() {
+                free_segment(entry.map_addr(|a| a & !(PAGE_ALIGN - 1)), (1 << j) - 1 + o);
+            }
+        }
+        // SAFETY: chunks are allocated with this layout (`install_segment`, and the
+        // replica's `map`) and freed once, here.
+        unsafe { dealloc(chunk as *mut u8, chunk_layout(j)) };
+    }
+}
+
+/// The directory entry of segment `seg` at `mem` (`PAGE_ALIGN`-aligned) on NUMA node `node`:
+/// the address with the node and the segment's page mask in its low bits.
+pub(crate) fn segment_entry(mem: *mut u8, seg: usize, node: usize) -> *mut u8 {
+    debug_assert!(mem.addr().is_multiple_of(PAGE_ALIGN) && node <= NODE_MASK);
+    mem.map_addr(|a| a | (node & NODE_MASK) << NODE_SHIFT | (segment_pages(seg) - 1))
 }
 
 /// A tree's cached copy of its pool's directory address: translation without going through
@@ -448,6 +469,17 @@ impl Directory {
         pool.directory()
     }
 
+    /// The directory over the chunk table `chunks` (of [`CHUNKS`] entries, in the encoding
+    /// of [`segment_entry`]), whose holder keeps it alive while the result is used: a
+    /// pool's, or an upper-level replica's (`crate::numa`), which keeps copies of pages
+    /// under the ids of the originals.
+    pub(crate) fn over(chunks: &[AtomicPtr<Chunk>; CHUNKS], page_size: usize) -> Directory {
+        Directory {
+            chunks: NonNull::from(chunks).cast(),
+            page_size,
+        }
+    }
+
     /// The size of the pool's pages.
     #[inline]
     pub(crate) fn page_size(&self) -> usize {
@@ -458,6 +490,24 @@ impl Directory {
     /// which only an optimistic reader holding a garbage id can present.
     #[inline]
     pub(crate) fn page(&self, pid: PageId) -> Result<*mut u8, Restart> {
+        let entry = self.entry(pid)?;
+        let mask = entry.addr() & (SEGMENT_PAGES - 1);
+        let base = entry.map_addr(|a| a & !(PAGE_ALIGN - 1));
+        // SAFETY: the segment holds `mask + 1` pages (`map_segment`) and the index is masked
+        // with `mask`.
+        Ok(unsafe { base.add((pid as usize & mask) * self.page_size) })
+    }
+
+    /// The NUMA node whose memory holds page `pid` (`crate::numa`); `Restart` as for
+    /// [`page`](Self::page).
+    #[inline]
+    pub(crate) fn node_of(&self, pid: PageId) -> Result<usize, Restart> {
+        Ok(self.entry(pid)?.addr() >> NODE_SHIFT & NODE_MASK)
+    }
+
+    /// The directory entry of the segment of page `pid` (see [`segment_entry`]).
+    #[inline(always)]
+    fn entry(&self, pid: PageId) -> Result<*mut u8, Restart> {
         let (j, o) = locate(pid as usize >> SEGMENT_SHIFT);
         // SAFETY: `j < CHUNKS` for every `u32` id (a segment number is below `2^27`), and
         // the table lives as long as the pool, which the holder keeps alive.
@@ -471,11 +521,7 @@ impl Directory {
         if entry.is_null() {
             return Err(Restart);
         }
-        let mask = entry.addr() & (SEGMENT_PAGES - 1);
-        let base = entry.map_addr(|a| a & !(SEGMENT_PAGES - 1));
-        // SAFETY: the segment holds `mask + 1` pages (`map_segment`) and the index is masked
-        // with `mask`.
-        Ok(unsafe { base.add((pid as usize & mask) * self.page_size) })
+        Ok(entry)
     }
 }
 

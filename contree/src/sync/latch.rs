@@ -523,6 +523,13 @@ impl<'a> OptimisticGuard<'a> {
         s & (VERSION_MASK | EXCLUSIVE) == self.version
     }
 
+    /// The version the snapshot holds (which never comes back once a writer took the latch:
+    /// an equal version later means unchanged bytes). For upper-level replicas
+    /// (`crate::numa`), which copy a page again only when its version moved.
+    pub(crate) fn snapshot_version(&self) -> u64 {
+        self.version
+    }
+
     /// Whether the snapshot found the leaf in line mode (`sync::lines`).
     #[inline]
     pub fn lines(&self) -> bool {

@@ -50,9 +50,20 @@ pub(crate) enum Counter {
     /// Latch acquisitions in owner mode (`latch-stats`, process-wide: `sync::owner`).
     #[cfg_attr(not(feature = "latch-stats"), allow(dead_code))]
     OwnerLatches,
+    /// Point reads that took the NUMA-aware index phase (`crate::numa`) down the tree's own
+    /// inner nodes (those through a replica count in `ReplicaReads`).
+    NumaReads,
+    /// Inner-node pages those reads read (the tree's or a replica's).
+    NumaInnerReads,
+    /// Inner-node pages of the tree those reads read on another node than the reader's.
+    NumaRemoteInner,
+    /// Point reads that found their leaf through their node's replica.
+    ReplicaReads,
+    /// Point reads that found their node's replica stale and descended the tree.
+    ReplicaFallbacks,
 }
 
-const COUNTERS: usize = 14;
+const COUNTERS: usize = 19;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

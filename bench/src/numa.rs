@@ -1,0 +1,232 @@
+//! `contree-bench numa`: upper-level replicas on a simulated NUMA topology (contree alone:
+//! no peer has them). A tree of `--records` entries is loaded by one thread; then
+//! `--threads` threads, mapped round-robin to `--nodes` simulated nodes, run point reads
+//! of uniform keys (and a share `--writes` of inserts of new keys, which split leaves and
+//! so make replicas stale) for `--seconds`, in three rows repeated `--reps` times in
+//! interleaved order:
+//! * `off`: the default configuration (no NUMA state: the baseline);
+//! * `simulated`: the simulated topology, replicas off (point reads count the inner pages
+//!   they read on another node than their thread's);
+//! * `replicas`: the simulated topology with a replica of the inner levels per node.
+//!
+//! It prints each row's median throughput and its ratio to `off`, the inner-node pages read
+//! per lookup and how many of them were remote, the share of lookups that went through a
+//! replica, the refreshes, and the replica memory per node as a share of the tree's pages.
+//! On a one-node machine the topology is simulated, so throughput shows only what replicas
+//! cost (a refresh, the sequence checks); the remote reads they save are counted, not timed.
+
+use crate::cli::NumaArgs;
+use crate::generators::rng::FastRng;
+use contree::{Config, Numa, ThreadMap, Topology, Tree};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// The key of record `i`: spread over the 8-byte key space, in order, with room between
+/// for inserted keys.
+fn key(i: u64, records: u64) -> [u8; 8] {
+    (i * (u64::MAX / records)).to_be_bytes()
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Row {
+    Off,
+    Simulated,
+    Replicas,
+}
+
+impl Row {
+    fn name(self) -> &'static str {
+        match self {
+            Row::Off => "off",
+            Row::Simulated => "simulated",
+            Row::Replicas => "replicas",
+        }
+    }
+
+    fn config(self, nodes: usize) -> Config {
+        let numa = match self {
+            Row::Off => Numa::default(),
+            Row::Simulated | Row::Replicas => Numa {
+                topology: Topology::Simulated {
+                    nodes,
+                    threads: ThreadMap::RoundRobin,
+                },
+                replicas: self == Row::Replicas,
+                ..Numa::default()
+            },
+        };
+        Config {
+            numa,
+            ..Config::default()
+        }
+    }
+}
+
+/// One run of a row.
+struct Run {
+    ops_per_s: f64,
+    lookups: u64,
+    stats: contree::Stats,
+}
+
+fn run_row(row: Row, args: &NumaArgs, rep: usize) -> Run {
+    let tree = Tree::with_config(row.config(args.nodes)).expect("valid config");
+    for i in 0..args.records {
+        tree.insert(&key(i, args.records), &i.to_le_bytes())
+            .expect("load");
+    }
+    let before = tree.stats();
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(args.threads + 1);
+    let (ops, lookups) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..args.threads)
+            .map(|t| {
+                let (tree, stop, start) = (&tree, &stop, &start);
+                s.spawn(move || {
+                    let mut rng = FastRng::new(args.seed ^ (rep as u64 * 1000 + t as u64));
+                    let (mut ops, mut lookups) = (0u64, 0u64);
+                    let mut buf = Vec::new();
+                    start.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            let i = rng.below(args.records);
+                            if args.writes > 0.0 && rng.next_f64() < args.writes {
+                                // A new key just above record `i`.
+                                let k = (i * (u64::MAX / args.records) + 1 + rng.below(1 << 20))
+                                    .to_be_bytes();
+                                tree.insert(&k, &[0; 8]).expect("insert");
+                            } else {
+                                tree.get_into(&key(i, args.records), &mut buf);
+                                lookups += 1;
+                            }
+                            ops += 1;
+                        }
+                    }
+                    (ops, lookups)
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs_f64(args.seconds));
+        stop.store(true, Ordering::Relaxed);
+        let (mut ops, mut lookups) = (0, 0);
+        for w in workers {
+            let (o, l) = w.join().expect("worker");
+            ops += o;
+            lookups += l;
+        }
+        (ops as f64 / t0.elapsed().as_secs_f64(), lookups)
+    });
+    let mut stats = tree.stats();
+    stats.numa_reads -= before.numa_reads;
+    stats.numa_inner_reads -= before.numa_inner_reads;
+    stats.numa_remote_inner_reads -= before.numa_remote_inner_reads;
+    stats.replica_reads -= before.replica_reads;
+    stats.replica_fallbacks -= before.replica_fallbacks;
+    stats.xmerges -= before.xmerges;
+    stats.splits -= before.splits;
+    Run {
+        ops_per_s: ops,
+        lookups,
+        stats,
+    }
+}
+
+pub fn run(args: &NumaArgs) -> Result<(), String> {
+    if args.threads == 0
+        || args.records == 0
+        || !(1..=contree::MAX_NUMA_NODES).contains(&args.nodes)
+    {
+        return Err("--threads and --records must be positive, --nodes 1 to 64".into());
+    }
+    let rows = [Row::Off, Row::Simulated, Row::Replicas];
+    let mut runs: Vec<Vec<Run>> = rows.iter().map(|_| Vec::new()).collect();
+    for rep in 0..args.reps {
+        // Interleaved, in a rotating order.
+        for k in 0..rows.len() {
+            let r = (k + rep) % rows.len();
+            let run = run_row(rows[r], args, rep);
+            eprintln!(
+                "rep {rep} {:<9} {:>7.3} Mops/s",
+                rows[r].name(),
+                run.ops_per_s / 1e6
+            );
+            runs[r].push(run);
+        }
+    }
+    println!(
+        "numa: {} records, {} threads on {} simulated nodes (round-robin), {:.0}% inserts, {} s x {} reps (median)",
+        args.records,
+        args.threads,
+        args.nodes,
+        args.writes * 100.0,
+        args.seconds,
+        args.reps
+    );
+    println!(
+        "{:<10} {:>9} {:>7} {:>12} {:>13} {:>11} {:>10} {:>10} {:>14} {:>8} {:>8}",
+        "row",
+        "Mops/s",
+        "vs off",
+        "inner/lookup",
+        "remote/lookup",
+        "via replica",
+        "fallbacks",
+        "refreshes",
+        "replica/node %",
+        "splits",
+        "xmerges"
+    );
+    let median = |rs: &mut Vec<Run>| -> Run {
+        rs.sort_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
+        rs.remove(rs.len() / 2)
+    };
+    let mut base = 0.0;
+    for (row, mut rs) in rows.iter().zip(runs) {
+        let m = median(&mut rs);
+        if *row == Row::Off {
+            base = m.ops_per_s;
+        }
+        let s = &m.stats;
+        let per = |x: u64| {
+            if s.numa_reads == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.2}", x as f64 / s.numa_reads as f64)
+            }
+        };
+        let replica_share = if *row == Row::Replicas {
+            format!(
+                "{:.1}%",
+                100.0 * s.replica_reads as f64 / m.lookups.max(1) as f64
+            )
+        } else {
+            "-".into()
+        };
+        let replica_mem = if *row == Row::Replicas && s.bytes_allocated > 0 {
+            format!(
+                "{:.3}",
+                100.0 * s.replica_bytes as f64 / s.numa_nodes as f64 / s.bytes_allocated as f64
+            )
+        } else {
+            "-".into()
+        };
+        println!(
+            "{:<10} {:>9.3} {:>7.2} {:>12} {:>13} {:>11} {:>10} {:>10} {:>14} {:>8} {:>8}",
+            row.name(),
+            m.ops_per_s / 1e6,
+            m.ops_per_s / base,
+            per(s.numa_inner_reads),
+            per(s.numa_remote_inner_reads),
+            replica_share,
+            s.replica_fallbacks,
+            s.replica_refreshes,
+            replica_mem,
+            s.splits,
+            s.xmerges
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,361 @@
+//! NUMA (`src/numa`): the simulated topology, upper-level replicas kept consistent lazily
+//! (never trusted when stale, refreshed by readers), their budget, and the remote inner-node
+//! reads they save.
+
+#[path = "support/concurrent.rs"]
+mod concurrent;
+
+use contree::{Config, Error, NodeFn, Numa, PartitionedTree, Stats, ThreadMap, Topology, Tree};
+use rand::{Rng, SeedableRng};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+thread_local! {
+    /// The node a test puts this thread on (`ThreadMap::By`).
+    static NODE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f` on a new thread on `node` (a thread's node is asked once and kept).
+fn on_node<R: Send>(node: usize, f: impl FnOnce() -> R + Send) -> R {
+    thread::scope(|s| {
+        s.spawn(|| {
+            NODE.with(|n| n.set(node));
+            f()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+/// Small pages (a deep tree with few keys), no space manager, `nodes` simulated nodes with
+/// threads placed by [`on_node`].
+fn config(nodes: usize, replicas: bool) -> Config {
+    Config {
+        page_size: 512,
+        space_manager: false,
+        numa: Numa {
+            topology: Topology::Simulated {
+                nodes,
+                threads: ThreadMap::By(NodeFn::new(|| NODE.with(Cell::get))),
+            },
+            replicas,
+            ..Numa::default()
+        },
+        ..Config::default()
+    }
+}
+
+fn key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+/// The value of key `i` written at `round`: the key, then the round, so that a read of a
+/// wrong leaf's entry or of a torn copy shows.
+fn value(i: u64, round: u64) -> [u8; 16] {
+    let mut v = [0u8; 16];
+    v[..8].copy_from_slice(&i.to_le_bytes());
+    v[8..].copy_from_slice(&round.to_le_bytes());
+    v
+}
+
+fn delta(after: &Stats, before: &Stats) -> (u64, u64, u64, u64, u64) {
+    (
+        after.numa_reads - before.numa_reads,
+        after.numa_inner_reads - before.numa_inner_reads,
+        after.numa_remote_inner_reads - before.numa_remote_inner_reads,
+        after.replica_reads - before.replica_reads,
+        after.replica_fallbacks - before.replica_fallbacks,
+    )
+}
+
+#[test]
+fn replicas_save_every_remote_inner_read() {
+    // Built on node 0 (every page is node 0's); read from node 3.
+    for replicas in [false, true] {
+        let tree = Tree::with_config(config(4, replicas)).unwrap();
+        for i in 0..20_000 {
+            tree.insert(&key(i), &value(i, 0)).unwrap();
+        }
+        let height = tree.stats().height as u64;
+        assert!(height >= 3, "a deep tree: height {height}");
+        let before = tree.stats();
+        on_node(3, || {
+            for i in (0..20_000).step_by(7) {
+                assert_eq!(tree.get(&key(i)), Some(value(i, 0).to_vec()));
+            }
+        });
+        let after = tree.stats();
+        let (reads, inner, remote, replica_reads, fallbacks) = delta(&after, &before);
+        assert_eq!(reads, 20_000 / 7 + 1);
+        assert_eq!(after.numa_nodes, 4);
+        if replicas {
+            // The first read found no copy and refreshed this node's replica: every read
+            // went through it, reading no remote inner page.
+            assert_eq!(remote, 0);
+            assert_eq!((replica_reads, fallbacks), (reads, 0));
+            assert_eq!(inner, reads * (height - 1));
+            assert_eq!(after.replica_refreshes, 1);
+            assert_eq!(
+                after.replica_bytes,
+                after.replica_pages_copied as usize * 512
+            );
+            assert_eq!(after.replica_pages_copied as usize, after.inner_pages);
+        } else {
+            assert_eq!(remote, reads * (height - 1));
+            assert_eq!(inner, remote);
+            assert_eq!(replica_reads + fallbacks, 0);
+        }
+        // Reads on node 0 read local pages either way.
+        let before = tree.stats();
+        on_node(0, || assert!(tree.contains_key(&key(5))));
+        assert_eq!(delta(&tree.stats(), &before).2, 0);
+        tree.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn a_stale_replica_is_never_trusted_and_is_refreshed_by_readers() {
+    let tree = Tree::with_config(config(2, true)).unwrap();
+    let mut oracle = BTreeMap::new();
+    for i in 0..5_000u64 {
+        tree.insert(&key(i * 4), &value(i * 4, 0)).unwrap();
+        oracle.insert(i * 4, 0u64);
+    }
+    on_node(1, || assert!(tree.get(&key(0)).is_some()));
+    assert_eq!(tree.stats().replica_refreshes, 1);
+    // Splits, merges and new levels behind the replica's back: inserts between the keys and
+    // removals of most of them.
+    for i in 0..15_000u64 {
+        let k = i * 4 / 3 * 3 + 1;
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+        oracle.insert(k, 1);
+    }
+    for i in (0..61_000u64).filter(|i| i % 5 != 0) {
+        if tree.remove(&key(i)).is_some() {
+            oracle.remove(&i);
+        }
+    }
+    let before = tree.stats();
+    assert!(before.splits > 0 && before.merges > 0, "{before:?}");
+    on_node(1, || {
+        for i in 0..61_000u64 {
+            let want = oracle.get(&i).map(|&r| value(i, r).to_vec());
+            assert_eq!(tree.get(&key(i)), want, "key {i}");
+        }
+    });
+    let after = tree.stats();
+    let (reads, _, _, replica_reads, fallbacks) = delta(&after, &before);
+    // The first read found the replica stale, fell back after refreshing it... or used it
+    // at once: either way one refresh, and every later read went through the replica.
+    assert_eq!(after.replica_refreshes, 2);
+    assert!(fallbacks <= 1, "{fallbacks} fallbacks");
+    assert_eq!(replica_reads + fallbacks, reads);
+    // Only the inner pages that changed were copied again.
+    assert!(after.replica_pages_copied > before.replica_pages_copied);
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+fn readers_on_four_nodes_beside_splits_and_merges_match_the_oracle() {
+    // 8 threads on 4 simulated nodes: 4 writers (each owning the keys `k % 4 == w`) insert
+    // and remove, 4 readers read keys that never change and keys that do (a value read must
+    // be one of that key's), while replicas go stale and are refreshed. Then the tree is
+    // compared with the writers' oracles.
+    const KEYS: u64 = 20_000;
+    let tree = Arc::new(Tree::with_config(config(4, true)).unwrap());
+    for i in 0..KEYS {
+        tree.insert(&key(i * 2), &value(i * 2, 0)).unwrap(); // even keys never change
+    }
+    let _watchdog = concurrent::watchdog("numa readers", std::time::Duration::from_secs(120));
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(8));
+    let writers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let (tree, start) = (Arc::clone(&tree), Arc::clone(&start));
+            thread::spawn(move || {
+                on_node(w as usize, || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(w);
+                    let mut mine = BTreeMap::new();
+                    start.wait();
+                    for round in 1..=60_000u64 {
+                        let k = rng.gen_range(0..KEYS / 4) * 8 + w * 2 + 1; // odd keys
+                        if rng.gen_bool(0.55) {
+                            tree.insert(&key(k), &value(k, round)).unwrap();
+                            mine.insert(k, round);
+                        } else if tree.remove(&key(k)).is_some() {
+                            mine.remove(&k);
+                        }
+                    }
+                    mine
+                })
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..4usize)
+        .map(|r| {
+            let (tree, start, stop) = (Arc::clone(&tree), Arc::clone(&start), Arc::clone(&stop));
+            thread::spawn(move || {
+                on_node(r, || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(100 + r as u64);
+                    start.wait();
+                    let mut reads = 0u64;
+                    while !stop.load(Ordering::Relaxed) || reads < 20_000 {
+                        let k = rng.gen_range(0..KEYS * 2);
+                        let got = tree.get(&key(k));
+                        if k % 2 == 0 {
+                            assert_eq!(got, Some(value(k, 0).to_vec()), "stable key {k}");
+                        } else if let Some(v) = got {
+                            assert_eq!(v[..8], k.to_le_bytes(), "key {k} read {v:?}");
+                        }
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+        })
+        .collect();
+    let mut oracle = BTreeMap::new();
+    for w in writers {
+        oracle.extend(w.join().unwrap());
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    tree.check_invariants().unwrap();
+    for i in 0..KEYS {
+        oracle.insert(i * 2, 0);
+    }
+    let got: Vec<(u64, Vec<u8>)> = tree
+        .range(..)
+        .map(|(k, v)| (u64::from_be_bytes(k[..].try_into().unwrap()), v.to_vec()))
+        .collect();
+    let want: Vec<(u64, Vec<u8>)> = oracle
+        .iter()
+        .map(|(&k, &r)| (k, value(k, r).to_vec()))
+        .collect();
+    assert!(got == want, "the tree differs from the oracle");
+    // Every node's readers read through their replica, after the writers stopped at least.
+    let s = tree.stats();
+    assert!(s.replica_reads > 0 && s.replica_refreshes >= 4, "{s:?}");
+    // Point reads on the four nodes all see the final state.
+    for node in 0..4 {
+        on_node(node, || {
+            for (&k, &r) in oracle.iter().step_by(97) {
+                assert_eq!(tree.get(&key(k)), Some(value(k, r).to_vec()));
+            }
+        });
+    }
+}
+
+#[test]
+fn replicas_follow_slices_and_melds_of_a_partitioned_tree() {
+    let tree = PartitionedTree::with_config(config(2, true)).unwrap();
+    for i in 0..10_000u64 {
+        tree.insert(&key(i), &value(i, 0)).unwrap();
+    }
+    let check = |tree: &PartitionedTree| {
+        on_node(1, || {
+            for i in (0..10_000u64).step_by(3) {
+                assert_eq!(tree.get(&key(i)), Some(value(i, 0).to_vec()), "key {i}");
+            }
+        })
+    };
+    check(&tree);
+    tree.slice(&key(2_500)).unwrap();
+    tree.slice(&key(7_000)).unwrap();
+    check(&tree);
+    tree.meld(&key(2_500)).unwrap();
+    check(&tree);
+    // A partition whose root is a leaf: the replica marks it and reads go to the tree.
+    tree.slice(&key(9_990)).unwrap();
+    check(&tree);
+    let s = tree.stats();
+    assert!(s.replica_reads > 0 && s.replica_refreshes >= 4, "{s:?}");
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+fn a_replica_over_its_budget_is_not_used() {
+    let mut c = config(2, true);
+    c.numa.replica_budget = 512; // one page: the inner levels of a deep tree need more
+    let tree = Tree::with_config(c).unwrap();
+    for i in 0..5_000u64 {
+        tree.insert(&key(i), &value(i, 0)).unwrap();
+    }
+    on_node(1, || {
+        for i in 0..5_000u64 {
+            assert_eq!(tree.get(&key(i)), Some(value(i, 0).to_vec()));
+        }
+    });
+    let s = tree.stats();
+    assert!(s.replica_over_budget);
+    assert_eq!(s.replica_reads, 0);
+    assert_eq!(s.replica_fallbacks, 5_000);
+    assert!(s.replica_bytes <= 512);
+}
+
+#[test]
+fn a_tree_of_one_leaf_reads_through_its_replica() {
+    let tree = Tree::with_config(config(2, true)).unwrap();
+    tree.insert(b"a", b"1").unwrap();
+    on_node(1, || {
+        assert_eq!(tree.get(b"a"), Some(b"1".to_vec()));
+        assert_eq!(tree.get(b"b"), None);
+    });
+    let s = tree.stats();
+    assert_eq!(
+        (s.replica_reads, s.replica_bytes, s.numa_inner_reads),
+        (2, 0, 0)
+    );
+}
+
+#[test]
+fn invalid_numa_settings_are_refused() {
+    for nodes in [0, 65] {
+        let c = Config {
+            numa: Numa {
+                topology: Topology::Simulated {
+                    nodes,
+                    threads: ThreadMap::RoundRobin,
+                },
+                ..Numa::default()
+            },
+            ..Config::default()
+        };
+        assert!(matches!(
+            Tree::with_config(c),
+            Err(Error::InvalidConfig {
+                field: "numa.topology",
+                ..
+            })
+        ));
+    }
+    let c = Config {
+        numa: Numa {
+            replica_budget: 100,
+            ..Numa::default()
+        },
+        ..Config::default()
+    };
+    assert!(matches!(
+        Tree::with_config(c),
+        Err(Error::InvalidConfig {
+            field: "numa.replica_budget",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn the_system_topology_with_everything_off_costs_no_state() {
+    let tree = Tree::new();
+    tree.insert(b"k", b"v").unwrap();
+    assert!(tree.get(b"k").is_some());
+    let s = tree.stats();
+    assert!(s.numa_nodes >= 1);
+    assert_eq!((s.numa_reads, s.replica_reads), (0, 0));
+}
