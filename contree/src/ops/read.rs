@@ -10,6 +10,34 @@ use crate::Tree;
 /// a heap buffer.
 pub const GET_WITH_INLINE: usize = 256;
 
+/// `$tree.$read::<false>(..)`, or, for a tree with NUMA state (`crate::numa`: replicas,
+/// remote counts), `$tree.$read::<true>(..)` out of line. The choice is made before the read
+/// builds its closures: a branch inside the inlined read cost 12 instructions per `get`
+/// (register pressure), this one 2 (callgrind).
+macro_rules! by_numa {
+    ($tree:ident, $read:ident($($arg:expr),*)) => {
+        if $tree.core.numa.is_some() {
+            out_of_line(|| $tree.$read::<true>($($arg),*))
+        } else {
+            $tree.$read::<false>($($arg),*)
+        }
+    };
+    ($tree:ident, $read:ident::<_>($($arg:expr),*)) => {
+        if $tree.core.numa.is_some() {
+            out_of_line(|| $tree.$read::<true, _>($($arg),*))
+        } else {
+            $tree.$read::<false, _>($($arg),*)
+        }
+    };
+}
+
+/// Runs `f` out of line, as a cold call.
+#[cold]
+#[inline(never)]
+fn out_of_line<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 impl Tree {
     /// The one optimistic point read: the lean descent to `key`'s leaf, the leaf search,
     /// `read(leaf, position, found)` (which copies what it needs out of the page), then
@@ -22,7 +50,7 @@ impl Tree {
     /// key's first diverted write came after it too, so the tree's value the read returns
     /// was the key's value at some point of the read (the Shuttle model `side_structure`).
     #[inline(always)]
-    fn read_point<C, T>(
+    fn read_point<const NUMA: bool, C, T>(
         &self,
         key: &[u8],
         ctx: &mut C,
@@ -33,7 +61,7 @@ impl Tree {
         if Side::any(side.state()) {
             while let Some(range) = side.range_of(key) {
                 let got = self.side_read(&range, key, ctx, &mut from_side, |ctx| {
-                    self.read_tree(key, |l, p, f| read(ctx, l, p, f))
+                    self.read_tree::<NUMA, T>(key, |l, p, f| read(ctx, l, p, f))
                 });
                 if let Some(out) = got {
                     return out;
@@ -41,18 +69,51 @@ impl Tree {
                 // The range was merged meanwhile: look again.
             }
         }
-        self.read_tree(key, |l, p, f| read(ctx, l, p, f))
+        self.read_tree::<NUMA, T>(key, |l, p, f| read(ctx, l, p, f))
     }
 
     /// [`read_point`](Self::read_point) of the tree alone.
     #[inline(always)]
-    pub(crate) fn read_tree<T>(
+    pub(crate) fn read_tree<const NUMA: bool, T>(
         &self,
         key: &[u8],
-        mut read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
+        read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
     ) -> T {
         let core = &*self.core;
-        // The leaf phase (`engine::phases`): the search, the copy and the validation.
+        if NUMA {
+            // Replicas and remote counts (`crate::numa`).
+            return self.read_tree_numa(key, read);
+        }
+        self.read_with(key, read, || {
+            let seq = core.structure_seq();
+            let (leaf, guard) = core.point_leaf(key)?;
+            Ok((seq, leaf, guard))
+        })
+    }
+
+    /// [`read_tree`](Self::read_tree) with the NUMA-aware index phase.
+    #[cold]
+    #[inline(never)]
+    fn read_tree_numa<T>(
+        &self,
+        key: &[u8],
+        read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
+    ) -> T {
+        let numa = self.core.numa.as_deref().expect("a tree with NUMA state");
+        self.read_with(key, read, || self.core.numa_leaf(numa, key))
+    }
+
+    /// The read: `index_phase` gives the leaf, its snapshot and the structure sequence it
+    /// was reached under; then the leaf phase (`engine::phases`): the search, the copy and
+    /// the validation, run again on the same leaf while the sequence stands.
+    #[inline(always)]
+    fn read_with<'t, T>(
+        &'t self,
+        key: &[u8],
+        mut read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
+        mut index_phase: impl FnMut() -> Result<(u64, Node, OptimisticGuard<'t>), Restart>,
+    ) -> T {
+        let core = &*self.core;
         let mut leaf_phase = |leaf: Node, guard: OptimisticGuard<'_>| {
             let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
             // A leaf in line mode never validates (`sync::lines`): a read of it checks the
@@ -72,15 +133,7 @@ impl Tree {
             Ok(out)
         };
         core.retry(|| {
-            let (seq, leaf, mut guard) = match &core.numa {
-                None => {
-                    let seq = core.structure_seq();
-                    let (leaf, guard) = core.point_leaf(key)?;
-                    (seq, leaf, guard)
-                }
-                // Replicas and remote counts (`crate::numa`).
-                Some(numa) => core.numa_leaf(numa, key)?,
-            };
+            let (seq, leaf, mut guard) = index_phase()?;
             let mut tries = 0;
             loop {
                 let latch = guard.latch();
@@ -97,8 +150,13 @@ impl Tree {
 
     /// The tree's value of `key`, without the side structure.
     pub(crate) fn tree_get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        by_numa!(self, tree_get_in(key))
+    }
+
+    #[inline(always)]
+    fn tree_get_in<const NUMA: bool>(&self, key: &[u8]) -> Option<Vec<u8>> {
         let dir = self.core.directory();
-        self.read_tree(key, |leaf, pos, found| {
+        self.read_tree::<NUMA, _>(key, |leaf, pos, found| {
             found.then(|| leaf.value(pos, dir)).transpose()
         })
     }
@@ -115,8 +173,13 @@ impl Tree {
     /// assert_eq!(tree.get(b"missing"), None);
     /// ```
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        by_numa!(self, get_in(key))
+    }
+
+    #[inline(always)]
+    fn get_in<const NUMA: bool>(&self, key: &[u8]) -> Option<Vec<u8>> {
         let dir = self.core.directory();
-        self.read_point(
+        self.read_point::<NUMA, _, _>(
             key,
             &mut (),
             |_, leaf, pos, found| found.then(|| leaf.value(pos, dir)).transpose(),
@@ -146,8 +209,13 @@ impl Tree {
     /// assert!(buf.is_empty());
     /// ```
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
+        by_numa!(self, get_into_in(key, out))
+    }
+
+    #[inline(always)]
+    fn get_into_in<const NUMA: bool>(&self, key: &[u8], out: &mut Vec<u8>) -> bool {
         let dir = self.core.directory();
-        self.read_point(
+        self.read_point::<NUMA, _, _>(
             key,
             out,
             |out, leaf, pos, found| {
@@ -174,7 +242,12 @@ impl Tree {
     /// assert!(!tree.contains_key(b"j"));
     /// ```
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.read_point(key, &mut (), |_, _, _, found| Ok(found), |_, v| v.is_some())
+        by_numa!(self, contains_key_in(key))
+    }
+
+    #[inline(always)]
+    fn contains_key_in<const NUMA: bool>(&self, key: &[u8]) -> bool {
+        self.read_point::<NUMA, _, _>(key, &mut (), |_, _, _, found| Ok(found), |_, v| v.is_some())
     }
 
     /// Runs `f` on the value bytes of `key`; returns what it returns, or `None` if the key
@@ -197,8 +270,17 @@ impl Tree {
     /// assert_eq!(tree.get(b"copy"), Some(b"hello".to_vec()));
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        by_numa!(self, get_with_in::<_>(key, f))
+    }
+
+    #[inline(always)]
+    fn get_with_in<const NUMA: bool, R>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
         let mut buf = [0u8; GET_WITH_INLINE];
-        let inline = self.read_point(
+        let inline = self.read_point::<NUMA, _, _>(
             key,
             &mut buf,
             |buf, leaf, pos, found| found.then(|| leaf.copy_value(pos, buf)).transpose(),
