@@ -213,8 +213,11 @@ fn the_detector_switches_leaves_that_threads_share() {
 #[test]
 fn panics_reentry_and_large_values_in_line_mode() {
     let _serial = serial();
+    // No space manager: its first pass over a new tree latches the leaf, which ends line
+    // mode, and made the count of hot leaves below flaky (1 run in 5).
     let tree = Tree::with_config(Config {
         line_mode: LineMode::Always,
+        space_manager: false,
         ..Config::default()
     })
     .unwrap();
