@@ -152,13 +152,4 @@ impl TreeCore {
             s.replica_over_budget |= over;
         }
     }
-
-    /// Brings every node's replica up to date now, unless the structure keeps changing
-    /// (tests); whether all are current.
-    #[allow(dead_code)] // tests
-    pub(crate) fn refresh_replicas(&self) -> bool {
-        self.numa
-            .as_ref()
-            .is_none_or(|state| state.replicas.iter().all(|r| r.refresh_now(self)))
-    }
 }

@@ -176,6 +176,9 @@ impl Replica {
             let next_guard = latch.optimistic();
             guard.validate()?;
             let next_level = next.level();
+            if !fits_below(level, next_level) {
+                return Err(Restart);
+            }
             if level == TABLE_LEVEL {
                 // A partition root: any height, or a leaf (its copy is a marker of level 0).
                 if next_level == 0 {
@@ -187,11 +190,6 @@ impl Replica {
                     }
                     return Ok((leaf, leaf_guard, inner + 1));
                 }
-                if next_level >= TABLE_LEVEL - 1 {
-                    return Err(Restart);
-                }
-            } else if next_level != level - 1 {
-                return Err(Restart);
             }
             (node, guard, level) = (next, next_guard, next_level);
             inner += 1;
@@ -209,13 +207,6 @@ impl Replica {
         let Ok(mut st) = self.refresh.try_lock() else {
             return false;
         };
-        self.refresh_locked(core, &mut st)
-    }
-
-    /// Refreshes the replica now, waiting for another refresher (tests, and a caller that
-    /// wants every replica current); whether it is current.
-    pub(crate) fn refresh_now(&self, core: &TreeCore) -> bool {
-        let mut st = self.refresh.lock().unwrap_or_else(|e| e.into_inner());
         self.refresh_locked(core, &mut st)
     }
 
@@ -367,11 +358,7 @@ impl TreeCore {
             let next_guard = latch.optimistic();
             guard.validate()?;
             let next_level = next.level();
-            if level == TABLE_LEVEL {
-                if next_level >= TABLE_LEVEL - 1 {
-                    return Err(Restart);
-                }
-            } else if next_level != level - 1 {
+            if !fits_below(level, next_level) {
                 return Err(Restart);
             }
             if next_level != 0 {
@@ -380,5 +367,16 @@ impl TreeCore {
             (node, guard, level) = (next, next_guard, next_level);
         }
         Ok((node, guard, inner, remote))
+    }
+}
+
+/// Whether a node read at level `child` can sit below an inner node of level `parent` (not a
+/// leaf): one level down, or, below a partition table, a partition root of any height (a torn
+/// read of either shows as a level that does not fit).
+fn fits_below(parent: u16, child: u16) -> bool {
+    if parent == TABLE_LEVEL {
+        child < TABLE_LEVEL - 1
+    } else {
+        child == parent - 1
     }
 }
