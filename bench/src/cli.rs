@@ -344,6 +344,11 @@ pub struct NumaArgs {
     /// Seed of the threads' generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Run the latch rows instead: `hot-update` (every thread updates a key of its own, all
+    /// in one leaf; Contention Split off so that the contention stays), with the cohort
+    /// latch off and on, counting same-node and cross-node latch handoffs.
+    #[arg(long)]
+    pub hot_update: bool,
 }
 
 /// compare options.

@@ -141,6 +141,10 @@ pub fn run(args: &NumaArgs) -> Result<(), String> {
     {
         return Err("--threads and --records must be positive, --nodes 1 to 64".into());
     }
+    if args.hot_update {
+        run_latch_rows(args);
+        return Ok(());
+    }
     let rows = [Row::Off, Row::Simulated, Row::Replicas];
     let mut runs: Vec<Vec<Run>> = rows.iter().map(|_| Vec::new()).collect();
     for rep in 0..args.reps {
@@ -229,4 +233,117 @@ pub fn run(args: &NumaArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// One run of a latch row (`--hot-update`): throughput and the tree's counters after it.
+struct LatchRun {
+    ops_per_s: f64,
+    ops: u64,
+    stats: contree::Stats,
+}
+
+/// `--hot-update`: thread `t` updates key `records / 2 + t` (all in one leaf) for
+/// `--seconds`, on a tree with Contention Split off and the simulated topology, the cohort
+/// latch off (`simulated`) or on (`cohort`).
+fn run_latch_row(cohort: bool, args: &NumaArgs) -> LatchRun {
+    let config = Config {
+        contention_split: false,
+        numa: Numa {
+            cohort,
+            ..Row::Simulated.config(args.nodes).numa
+        },
+        ..Config::default()
+    };
+    let tree = Tree::with_config(config).expect("valid config");
+    for i in 0..args.records {
+        tree.insert(&i.to_be_bytes(), &[0; 8]).expect("load");
+    }
+    let hot = args.records / 2;
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(args.threads + 1);
+    let (ops_per_s, ops) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..args.threads)
+            .map(|t| {
+                let (tree, stop, start) = (&tree, &stop, &start);
+                s.spawn(move || {
+                    let k = (hot + t as u64).to_be_bytes();
+                    let mut ops = 0u64;
+                    start.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            ops += 1;
+                            tree.update_with(&k, |v| v[..8].copy_from_slice(&ops.to_le_bytes()));
+                        }
+                    }
+                    ops
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs_f64(args.seconds));
+        stop.store(true, Ordering::Relaxed);
+        let ops: u64 = workers.into_iter().map(|w| w.join().expect("worker")).sum();
+        (ops as f64 / t0.elapsed().as_secs_f64(), ops)
+    });
+    LatchRun {
+        ops_per_s,
+        ops,
+        stats: tree.stats(),
+    }
+}
+
+fn run_latch_rows(args: &NumaArgs) {
+    let rows = [false, true];
+    let name = |cohort: bool| if cohort { "cohort" } else { "simulated" };
+    let mut runs: Vec<Vec<LatchRun>> = vec![Vec::new(), Vec::new()];
+    for rep in 0..args.reps {
+        for k in 0..rows.len() {
+            let r = (k + rep) % rows.len();
+            let run = run_latch_row(rows[r], args);
+            eprintln!(
+                "rep {rep} {:<9} {:>7.3} Mops/s",
+                name(rows[r]),
+                run.ops_per_s / 1e6
+            );
+            runs[r].push(run);
+        }
+    }
+    println!(
+        "numa --hot-update: {} records, {} threads on {} simulated nodes (round-robin), each updating its own key of one leaf, contention_split false, {} s x {} reps (median by throughput)",
+        args.records, args.threads, args.nodes, args.seconds, args.reps
+    );
+    println!(
+        "{:<10} {:>8} {:>7} {:>11} {:>11} {:>12} {:>11} {:>13} {:>8}",
+        "row",
+        "Mops/s",
+        "vs off",
+        "handoff/op",
+        "same/op",
+        "cross/op",
+        "cross x",
+        "max wait ms",
+        "inflated"
+    );
+    let mut base: Option<(f64, f64)> = None;
+    for (cohort, mut rs) in rows.iter().zip(runs) {
+        rs.sort_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
+        let m = rs.remove(rs.len() / 2);
+        let s = &m.stats;
+        let per = |x: u64| x as f64 / m.ops.max(1) as f64;
+        let cross = per(s.numa_cross_node_handoffs);
+        let (base_ops, base_cross) = *base.get_or_insert((m.ops_per_s, cross));
+        println!(
+            "{:<10} {:>8.3} {:>7.2} {:>11.4} {:>11.4} {:>12.5} {:>11.1} {:>13.2} {:>8}",
+            name(*cohort),
+            m.ops_per_s / 1e6,
+            m.ops_per_s / base_ops,
+            per(s.numa_same_node_handoffs + s.numa_cross_node_handoffs),
+            per(s.numa_same_node_handoffs),
+            cross,
+            base_cross / cross.max(f64::MIN_POSITIVE),
+            s.numa_latch_max_wait_ns as f64 / 1e6,
+            s.cohort_latches
+        );
+    }
 }

@@ -160,6 +160,19 @@ pub struct Stats {
     pub replica_bytes: usize,
     /// Replicas: whether some node's replica outgrew its budget and is no longer used.
     pub replica_over_budget: bool,
+    /// NUMA (any part on): exclusive acquisitions of a leaf latch by a writer on another
+    /// thread than the latch's last holder, on the same node as that holder.
+    pub numa_same_node_handoffs: u64,
+    /// NUMA: such handoffs from a thread on another node than the last holder's: the
+    /// latch word and the leaf's cache lines moved between nodes. Per operation, what the
+    /// cohort latch ([`Numa::cohort`](crate::Numa::cohort)) reduces.
+    pub numa_cross_node_handoffs: u64,
+    /// NUMA: the longest a writer waited for a leaf latch it found taken, in nanoseconds
+    /// (a starved writer would show here).
+    pub numa_latch_max_wait_ns: u64,
+    /// Cohort latches ([`Numa::cohort`](crate::Numa::cohort)): leaf latches this tree
+    /// inflated to cohort latches.
+    pub cohort_latches: u64,
 }
 
 impl Tree {

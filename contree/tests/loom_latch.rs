@@ -205,6 +205,48 @@ mod sync {
             LOT.wake.notify_all();
         }
     }
+
+    /// Cohort latches (`contree/src/sync/cohort.rs`) are not part of these models: no latch
+    /// here is ever inflated, so no slot is ever found. Their protocol is modelled under
+    /// Shuttle with the whole tree (`tests/shuttle/main.rs`, `cohort_latch`).
+    pub(crate) mod cohort {
+        pub(crate) type Held = u16;
+
+        pub(crate) struct Lane;
+
+        impl Lane {
+            pub(crate) fn queue(&self) -> bool {
+                unreachable!("no latch is inflated")
+            }
+            pub(crate) fn should_pass(&self) -> bool {
+                unreachable!("no latch is inflated")
+            }
+            pub(crate) fn pass(&self) {}
+            pub(crate) fn unlock_released(&self) {}
+            pub(crate) fn enter_reader(&self) {}
+            pub(crate) fn leave_reader(&self) {}
+        }
+
+        pub(crate) fn held(_addr: usize) -> Option<Held> {
+            None
+        }
+        pub(crate) fn lane(_held: Held) -> &'static Lane {
+            unreachable!("no latch is inflated")
+        }
+        pub(crate) fn claim(_addr: usize) -> bool {
+            false
+        }
+        pub(crate) fn readers_in(_held: Held) -> bool {
+            false
+        }
+        pub(crate) fn drain_readers(_held: Held) {}
+        pub(crate) fn arrive(_held: Held) {}
+        pub(crate) fn depart(_held: Held) {}
+        pub(crate) fn queued(_addr: usize) -> bool {
+            false
+        }
+        pub(crate) fn wake_writer(_held: Held) {}
+    }
 }
 
 use latch::{HybridLatch, Restart};

@@ -359,3 +359,94 @@ fn the_system_topology_with_everything_off_costs_no_state() {
     assert!(s.numa_nodes >= 1);
     assert_eq!((s.numa_reads, s.replica_reads), (0, 0));
 }
+
+/// The cohort latch (`Numa::cohort`): writers on four nodes hammer keys of one leaf (their
+/// own key each, Contention Split off so that the contention stays) beside inserts and
+/// removals that split and merge the leaves around it and readers that scan and read
+/// through shared latches; the hot leaf's latch proves hot and is inflated, every handoff is
+/// counted as same-node or cross-node, no writer waits forever, and every read and the
+/// final contents match what the writers wrote.
+#[test]
+fn cohort_latches_keep_every_write_beside_splits_merges_and_scans() {
+    let tree = Tree::with_config(Config {
+        contention_split: false,
+        numa: Numa {
+            cohort: true,
+            ..config(4, false).numa
+        },
+        ..config(4, false)
+    })
+    .unwrap();
+    const HOT: u64 = 1_000;
+    for i in 0..2_000u64 {
+        tree.insert(&key(i * 2), &value(i * 2, 0)).unwrap();
+    }
+    let stop = AtomicBool::new(false);
+    let rounds: Vec<u64> = thread::scope(|s| {
+        let writers: Vec<_> = (0..8u64)
+            .map(|t| {
+                let (tree, stop) = (&tree, &stop);
+                s.spawn(move || {
+                    NODE.with(|n| n.set(t as usize % 4));
+                    let k = HOT + t * 2;
+                    let mut round = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        round += 1;
+                        assert!(tree.insert(&key(k), &value(k, round)).unwrap().is_some());
+                    }
+                    round
+                })
+            })
+            .collect();
+        // Splits and merges beside the hot leaf: odd keys come and go.
+        s.spawn(|| {
+            NODE.with(|n| n.set(1));
+            let mut rng = rand::rngs::StdRng::seed_from_u64(16);
+            while !stop.load(Ordering::Relaxed) {
+                let i = rng.gen_range(0..2_000u64) * 2 + 1;
+                tree.insert(&key(i), &value(i, 0)).unwrap();
+                if rng.gen_bool(0.5) {
+                    tree.remove(&key(i)).unwrap();
+                }
+            }
+        });
+        // Readers: scans (shared latches on leaves) and closures over hot values.
+        s.spawn(|| {
+            NODE.with(|n| n.set(2));
+            while !stop.load(Ordering::Relaxed) {
+                for (k, v) in tree.range(key(HOT - 8)..key(HOT + 24)) {
+                    assert_eq!(v[..8], k.iter().rev().copied().collect::<Vec<_>>());
+                }
+                tree.get_with(&key(HOT + 2), |v| {
+                    assert_eq!(v[..8], (HOT + 2).to_le_bytes())
+                });
+            }
+        });
+        // Until the hot latch is inflated (at most 20 s), then 300 ms more.
+        let start = std::time::Instant::now();
+        while tree.stats().cohort_latches == 0 && start.elapsed().as_secs() < 20 {
+            thread::sleep(std::time::Duration::from_millis(10));
+        }
+        thread::sleep(std::time::Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for (t, &round) in rounds.iter().enumerate() {
+        let k = HOT + t as u64 * 2;
+        assert_eq!(tree.get(&key(k)).unwrap(), value(k, round), "writer {t}");
+    }
+    for i in 0..2_000u64 {
+        let k = i * 2;
+        if !(HOT..HOT + 16).contains(&k) {
+            assert_eq!(tree.get(&key(k)).unwrap(), value(k, 0));
+        }
+    }
+    tree.check_invariants().unwrap();
+    let s = tree.stats();
+    assert!(
+        s.cohort_latches >= 1,
+        "the hot leaf's latch was inflated: {s:?}"
+    );
+    assert!(s.numa_same_node_handoffs + s.numa_cross_node_handoffs > 0);
+    assert!(s.numa_latch_max_wait_ns > 0);
+}

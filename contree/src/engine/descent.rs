@@ -144,7 +144,7 @@ impl<'t> Exclusive<'t, '_> {
                 return Err(Restart);
             }
         }
-        let mut x = latch.exclusive();
+        let mut x = self.0.wait_exclusive(latch);
         // Found taken: a slow path even if the hand-over's spin saw it released and the
         // acquisition took it at once (Contention Split counts it).
         x.mark_slow_path();
@@ -499,7 +499,8 @@ impl TreeCore {
         let r = self.descend(&mut Target::Key(key, 0), &ExclusiveOrLines(self))?;
         let mut hold = r.guard;
         if let LeafHold::Latched(x) = &mut hold {
-            self.policy.latched(r.node, x, &self.counters);
+            self.policy
+                .latched(r.node, x, &self.counters, self.numa.as_deref());
         }
         Ok((r.node, hold))
     }
@@ -544,7 +545,8 @@ impl TreeCore {
                 (r.node, r.guard)
             }
         };
-        self.policy.latched(node, &mut guard, &self.counters);
+        self.policy
+            .latched(node, &mut guard, &self.counters, self.numa.as_deref());
         Ok(Some((node, guard)))
     }
 
@@ -593,7 +595,7 @@ impl TreeCore {
                     return Err(Restart);
                 }
                 self.policy.latch_busy();
-                let mut x = latch.exclusive();
+                let mut x = self.wait_exclusive(latch);
                 x.mark_slow_path();
                 (x, false)
             }

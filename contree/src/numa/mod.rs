@@ -1,5 +1,6 @@
 //! NUMA awareness (`numa-btree.md`): the topology (`topology`), upper-level replicas per
-//! node kept consistent lazily (`replica`, over the sparse page copies of `shadow`), and
+//! node kept consistent lazily (`replica`, over the sparse page copies of `shadow`), the
+//! tree's side of NUMA-aware leaf latches (`cohort`, over `sync::cohort`), and
 //! the switches that turn each part on ([`Numa`], in [`Config::numa`](crate::Config::numa)).
 //!
 //! Everything is off by default: a tree whose NUMA parts are all off (on the system's
@@ -9,6 +10,7 @@
 //! the inner pages they read on another node than their thread's (by the node of the
 //! page's segment in the pool: node 0 until placement puts pages elsewhere).
 
+pub(crate) mod cohort;
 pub(crate) mod replica;
 mod shadow;
 pub(crate) mod topology;
@@ -61,6 +63,16 @@ pub struct Numa {
     /// [`Stats::replica_over_budget`](crate::Stats::replica_over_budget)). At least one page.
     /// Default 64 MiB (the inner levels of a tree of 10^7 short keys take about 2 MiB).
     pub replica_budget: usize,
+    /// NUMA-aware leaf latches (lock cohorting, `numa-btree.md` §3.3): a leaf latch that
+    /// writers keep finding taken is inflated to a cohort latch (`sync::cohort`), whose
+    /// waiting writers queue per node; a releasing writer passes the latch to a waiter on
+    /// its own node first, at most 16 times in a row, and shared holders count themselves
+    /// per node instead of in the latch word. The latch word, the guards and optimistic
+    /// reads stay as they are. Counted in
+    /// [`Stats::cohort_latches`](crate::Stats::cohort_latches) and the `numa_` handoff
+    /// fields. Default `false`: on one node it only moves waiting around, and it pays only
+    /// where a latch's cache line is expensive to move between nodes.
+    pub cohort: bool,
 }
 
 impl Default for Numa {
@@ -69,6 +81,7 @@ impl Default for Numa {
             topology: Topology::System,
             replicas: false,
             replica_budget: 64 << 20,
+            cohort: false,
         }
     }
 }
@@ -101,7 +114,7 @@ impl Numa {
     /// Whether any part is on, or the topology is simulated (a measurement: point reads
     /// count the inner pages they read on other nodes); else the tree holds no NUMA state.
     fn any(&self) -> bool {
-        self.replicas || matches!(self.topology, Topology::Simulated { .. })
+        self.replicas || self.cohort || matches!(self.topology, Topology::Simulated { .. })
     }
 }
 
@@ -110,6 +123,10 @@ pub(crate) struct NumaState {
     pub(crate) topology: Resolved,
     /// One replica per node, if replicas are on.
     pub(crate) replicas: Vec<Replica>,
+    /// The inflation of hot leaf latches to cohort latches, if on.
+    pub(crate) cohort: Option<cohort::Cohort>,
+    /// The longest a writer waited for a leaf latch, in nanoseconds.
+    pub(crate) max_wait_ns: std::sync::atomic::AtomicU64,
 }
 
 impl NumaState {
@@ -126,7 +143,12 @@ impl NumaState {
         } else {
             Vec::new()
         };
-        Some(Box::new(NumaState { topology, replicas }))
+        Some(Box::new(NumaState {
+            topology,
+            replicas,
+            cohort: numa.cohort.then(cohort::Cohort::new),
+            max_wait_ns: std::sync::atomic::AtomicU64::new(0),
+        }))
     }
 }
 
@@ -139,11 +161,17 @@ impl TreeCore {
         s.numa_inner_reads = count(Counter::NumaInnerReads);
         s.numa_remote_inner_reads = count(Counter::NumaRemoteInner);
         s.replica_fallbacks = count(Counter::ReplicaFallbacks);
+        s.numa_same_node_handoffs = count(Counter::NumaSameHandoffs);
+        s.numa_cross_node_handoffs = count(Counter::NumaCrossHandoffs);
         let Some(state) = &self.numa else {
             s.numa_nodes = Resolved::new(&self.config().numa.topology).nodes();
             return;
         };
         s.numa_nodes = state.topology.nodes();
+        s.numa_latch_max_wait_ns = state.max_wait_ns.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some(c) = &state.cohort {
+            s.cohort_latches = c.inflated.load(std::sync::atomic::Ordering::Relaxed);
+        }
         for replica in &state.replicas {
             let (refreshes, copied, bytes, over) = replica.counts();
             s.replica_refreshes += refreshes;

@@ -410,9 +410,12 @@ impl Drop for PagePool {
     fn drop(&mut self) {
         let page_size = self.page_size;
         free_directory(&mut self.chunks, |mem, seg| {
+            let layout = segment_layout(page_size, seg);
+            // Latches of these pages that were inflated give their slots back first.
+            crate::sync::cohort::forget_range(mem.addr(), layout.size());
             // SAFETY: `mem` was allocated with this segment's layout in `map_segment` and is
             // freed once, here, when no tree uses the pool any more.
-            unsafe { dealloc(mem, segment_layout(page_size, seg)) };
+            unsafe { dealloc(mem, layout) };
         });
     }
 }

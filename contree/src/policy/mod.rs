@@ -29,6 +29,7 @@ mod lines;
 
 use crate::config::Config;
 use crate::node::{Node, NodeMut, POLICY_AREA};
+use crate::numa::NumaState;
 use crate::sync::{ExclusiveGuard, StripedCounters};
 pub(crate) use combining::Combining;
 pub(crate) use contention::{append_slack, ContentionSplit};
@@ -52,7 +53,8 @@ pub(crate) struct PolicyArea {
     /// Split sets it to [`HOT_PERIODS`] on both halves of a split; every later period end takes
     /// one off, and a period without contention clears it, so a mark always expires.
     pub hot: u16,
-    /// `latch-stats`: the thread id of the last exclusive holder (0: none).
+    /// `latch-stats` and NUMA: the thread tag of the last exclusive holder (0: none), with its
+    /// NUMA node + 1 in the top byte while a NUMA part is on.
     pub last_holder: u32,
     /// Line mode's detector (`lines`): handoffs seen among recent sampled updates.
     pub heat: u16,
@@ -141,18 +143,24 @@ impl LeafPolicies {
     #[inline]
     pub(crate) fn latch_busy(&self) {}
 
-    /// The leaf latch was acquired; `guard.slow_path()` tells whether it waited.
+    /// The leaf latch was acquired; `guard.slow_path()` tells whether it waited. With
+    /// `latch-stats`, or with a NUMA part on (`numa`), the holder is recorded and handoffs
+    /// counted.
     #[inline]
     pub(crate) fn latched(
         &self,
         node: Node,
         guard: &mut ExclusiveGuard,
         counters: &StripedCounters,
+        numa: Option<&NumaState>,
     ) {
         #[cfg(feature = "latch-stats")]
-        latch_stats(node, guard, counters);
-        #[cfg(not(feature = "latch-stats"))]
-        let _ = (node, guard, counters);
+        if guard.slow_path() {
+            counters.add(crate::sync::Counter::LatchSlowPaths, 1);
+        }
+        if cfg!(feature = "latch-stats") || numa.is_some() {
+            handoffs(node, guard, counters, numa);
+        }
     }
 
     /// After a change of slot `pos` of the latched leaf `node` of the tree `core`; returns
@@ -203,26 +211,44 @@ impl LeafPolicies {
     }
 }
 
-/// `latch-stats`: counts a slow exclusive acquisition and a handoff (the previous holder of
-/// this leaf's latch was another thread).
-#[cfg(feature = "latch-stats")]
-fn latch_stats(node: Node, guard: &mut ExclusiveGuard, counters: &StripedCounters) {
+/// The thread part of [`PolicyArea::last_holder`]; the NUMA node + 1 is in the top byte
+/// (0: no NUMA part on).
+const HOLDER_THREAD: u32 = 0xFF_FFFF;
+
+/// Records the holder of the leaf's latch (thread and NUMA node) and counts a handoff (the
+/// previous holder was another thread): for `latch-stats`, and same-node or cross-node for
+/// the NUMA parts (`numa::cohort`).
+#[inline(never)]
+fn handoffs(
+    node: Node,
+    guard: &mut ExclusiveGuard,
+    counters: &StripedCounters,
+    numa: Option<&NumaState>,
+) {
     use crate::sync::Counter;
     thread_local! {
         static ID: u32 = {
-            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % HOLDER_THREAD + 1
         };
     }
-    if guard.slow_path() {
-        counters.add(Counter::LatchSlowPaths, 1);
-    }
-    let me = ID.with(|id| *id);
+    let node_tag = numa.map_or(0, |n| (n.topology.node() as u32 + 1) << 24);
+    let me = ID.with(|id| *id) | node_tag;
     let mut node = NodeMut::new(node, guard);
     let mut area = PolicyArea::read(&node);
     let prev = std::mem::replace(&mut area.last_holder, me);
     area.write(&mut node);
-    if prev != 0 && prev != me {
-        counters.add(Counter::LatchHandoffs, 1);
+    if prev == 0 || prev & HOLDER_THREAD == me & HOLDER_THREAD {
+        return;
+    }
+    #[cfg(feature = "latch-stats")]
+    counters.add(Counter::LatchHandoffs, 1);
+    if numa.is_some() {
+        let counter = if prev >> 24 == me >> 24 {
+            Counter::NumaSameHandoffs
+        } else {
+            Counter::NumaCrossHandoffs
+        };
+        counters.add(counter, 1);
     }
 }

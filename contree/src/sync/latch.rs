@@ -9,7 +9,9 @@
 //!   reader that overlapped the write fails validation.
 //!
 //! Word layout (low to high): bit 0 `EXCLUSIVE`, bit 1 `PARKED` (some thread sleeps on this
-//! latch), bits 2..17 the shared count, bit 17 `LINES` (the leaf is in line mode: in-place
+//! latch), bits 2..16 the shared count, bit 16 `COHORT` (the latch is inflated to a cohort
+//! latch: writers queue per NUMA node and shared holders count themselves per node, off
+//! the page, see `sync::cohort`), bit 17 `LINES` (the leaf is in line mode: in-place
 //! updates take stretch locks instead of the latch, see `sync::lines`), bits 18..64 the
 //! version. The version only ever grows,
 //! which is what lets a page be freed and reused while optimistic readers still hold its id.
@@ -26,6 +28,7 @@
 //! The guards carry the mode in their type: node writes need an `ExclusiveGuard`, so an
 //! optimistic or shared holder cannot modify a node by mistake.
 
+use crate::sync::cohort::{self, Held};
 use crate::sync::{
     count_acquisition, drain_lines, fence, owns, park, spin_hint, unpark_all, yield_now, AtomicU64,
     Ordering,
@@ -35,7 +38,21 @@ const EXCLUSIVE: u64 = 1;
 const PARKED: u64 = 1 << 1;
 const SHARED_SHIFT: u32 = 2;
 const SHARED_ONE: u64 = 1 << SHARED_SHIFT;
-const SHARED_MASK: u64 = 0x7FFF << SHARED_SHIFT;
+const SHARED_MASK: u64 = 0x3FFF << SHARED_SHIFT;
+/// A guard's mode: taken with a read-modify-write of the word (any other mode but
+/// [`OWNED`] is the lane of an inflated latch, `sync::cohort::Held`).
+const ATOMIC: Held = 0;
+/// A guard's mode: taken in owner mode (`sync::owner`).
+const OWNED: Held = Held::MAX >> 1;
+
+/// A guard's `flags`: its mode and whether the acquisition waited.
+#[inline(always)]
+const fn flags(mode: Held, slow_path: bool) -> u16 {
+    mode << 1 | slow_path as u16
+}
+/// Inflated to a cohort latch (`sync::cohort`): set under the exclusive latch, never cleared
+/// while the page keeps its memory.
+const COHORT: u64 = 1 << 16;
 /// Line mode (`sync::lines`): set and cleared under the exclusive latch.
 const LINES: u64 = 1 << 17;
 const VERSION_ONE: u64 = 1 << 18;
@@ -197,6 +214,20 @@ impl HybridLatch {
                 drop(self.exclusive());
                 continue;
             }
+            if s & (COHORT | EXCLUSIVE) == COHORT {
+                if let Some(held) = cohort::held(self.addr()) {
+                    let lines = if end_lines { LINES } else { 0 };
+                    if self.enter_cohort_reader(held, lines, s) {
+                        return SharedGuard {
+                            latch: self,
+                            flags: flags(held, slow_path),
+                        };
+                    }
+                    slow_path = true;
+                    wait_while(self, |s| s & EXCLUSIVE != 0);
+                    continue;
+                }
+            }
             if s & EXCLUSIVE == 0 && s & SHARED_MASK != SHARED_MASK {
                 if self
                     .state
@@ -206,8 +237,7 @@ impl HybridLatch {
                     count_acquisition(false);
                     return SharedGuard {
                         latch: self,
-                        slow_path,
-                        owned: false,
+                        flags: flags(ATOMIC, slow_path),
                     };
                 }
                 continue;
@@ -230,7 +260,7 @@ impl HybridLatch {
     #[inline]
     fn owner_exclusive(&self, version: Option<u64>) -> Option<ExclusiveGuard<'_>> {
         let s = self.state.load(Ordering::Relaxed);
-        if s & (EXCLUSIVE | PARKED | SHARED_MASK | LINES) != 0
+        if s & (EXCLUSIVE | PARKED | SHARED_MASK | LINES | COHORT) != 0
             || version.is_some_and(|v| s & VERSION_MASK != v)
         {
             return None;
@@ -242,8 +272,7 @@ impl HybridLatch {
         count_acquisition(true);
         Some(ExclusiveGuard {
             latch: self,
-            slow_path: false,
-            owned: true,
+            flags: flags(OWNED, false),
         })
     }
 
@@ -264,6 +293,7 @@ impl HybridLatch {
     pub fn exclusive_atomic(&self) -> ExclusiveGuard<'_> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (EXCLUSIVE | SHARED_MASK) == 0
+            && (s & COHORT == 0 || !self.queued())
             && self
                 .state
                 .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
@@ -276,6 +306,17 @@ impl HybridLatch {
 
     #[cold]
     fn exclusive_slow(&self) -> ExclusiveGuard<'_> {
+        if self.state.load(Ordering::Relaxed) & COHORT != 0 && !owns(self.addr()) {
+            if let Some(held) = cohort::held(self.addr()) {
+                return self.exclusive_cohort(held);
+            }
+        }
+        ExclusiveGuard::acquired(self, self.take_word(), true)
+    }
+
+    /// Sets `EXCLUSIVE`, waiting (spin, then sleep) while anybody holds the latch; returns
+    /// the word it replaced.
+    fn take_word(&self) -> u64 {
         loop {
             let s = self.state.load(Ordering::Relaxed);
             if s & (EXCLUSIVE | SHARED_MASK) == 0 {
@@ -284,12 +325,111 @@ impl HybridLatch {
                     .compare_exchange_weak(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    return ExclusiveGuard::acquired(self, s, true);
+                    return s;
                 }
                 continue;
             }
             wait_while(self, |s| s & (EXCLUSIVE | SHARED_MASK) != 0);
         }
+    }
+
+    /// [`exclusive`](Self::exclusive)'s wait for an inflated latch (`sync::cohort`): queues
+    /// on the lane of the thread's node first; the word is then either passed on by the
+    /// previous holder of the lane, or competed for as ever. The guard keeps the lane
+    /// locked until it releases the word (and decides there whether to pass it on).
+    #[cold]
+    #[inline(never)]
+    fn exclusive_cohort(&self, held: Held) -> ExclusiveGuard<'_> {
+        let lane = cohort::lane(held);
+        cohort::arrive(held);
+        if lane.queue() {
+            cohort::depart(held);
+            // Passed on: the word stayed exclusive from the previous holder's acquisition
+            // (which drained the readers) to here. The fence orders this holder's writes
+            // after it, as `ExclusiveGuard::acquired` does for a CAS.
+            fence(Ordering::Release);
+            count_acquisition(false);
+            return ExclusiveGuard {
+                latch: self,
+                flags: flags(held, true),
+            };
+        }
+        let s = self.take_word();
+        cohort::depart(held);
+        let mut x = ExclusiveGuard::acquired(self, s, true);
+        x.flags = flags(held, true);
+        x
+    }
+
+    /// Releases an exclusive hold taken through lane `held` (`sync::cohort`): passes the
+    /// word to a waiter of the same node if the lane allows, else releases it to all.
+    #[cold]
+    #[inline(never)]
+    fn release_cohort(&self, held: Held) {
+        let lane = cohort::lane(held);
+        if lane.should_pass() && self.state.load(Ordering::Relaxed) & LINES == 0 {
+            // The version moves on as on every release; `EXCLUSIVE` stays set.
+            self.state.fetch_add(VERSION_ONE, Ordering::Release);
+            lane.pass();
+        } else {
+            self.release_exclusive();
+            lane.unlock_released();
+        }
+    }
+
+    /// A shared holder of an inflated latch counts itself in its lane, then checks (after a
+    /// `SeqCst` fence, see `sync::cohort`) that no writer holds the word and that the bits
+    /// under `mask` still equal those of `s`; else it backs out and returns `false`.
+    fn enter_cohort_reader(&self, held: Held, mask: u64, s: u64) -> bool {
+        cohort::lane(held).enter_reader();
+        fence(Ordering::SeqCst);
+        let now = self.state.load(Ordering::Acquire);
+        if now & EXCLUSIVE == 0 && now & mask == s & mask && now & COHORT != 0 {
+            count_acquisition(false);
+            return true;
+        }
+        self.leave_cohort_reader(held);
+        false
+    }
+
+    /// A shared holder of an inflated latch leaves its lane, and wakes a writer that waits
+    /// for the readers to drain.
+    fn leave_cohort_reader(&self, held: Held) {
+        cohort::lane(held).leave_reader();
+        fence(Ordering::SeqCst);
+        if self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0 {
+            cohort::wake_writer(held);
+        }
+    }
+
+    /// Inflates the latch to a cohort latch (`sync::cohort`), held exclusively by `x`:
+    /// later waiting writers queue per node, and shared holders count themselves per node.
+    /// `false` if it is inflated already, `x` holds it in owner mode, or no slot is free.
+    pub(crate) fn inflate(x: &ExclusiveGuard<'_>) -> bool {
+        let latch = x.latch;
+        if x.flags >> 1 != ATOMIC || latch.state.load(Ordering::Relaxed) & COHORT != 0 {
+            return false;
+        }
+        if !cohort::claim(latch.addr()) {
+            return false;
+        }
+        // Shared holders count themselves in the word until they see the bit, and none is
+        // in now (the exclusive hold waited for them).
+        latch.state.fetch_or(COHORT, Ordering::Release);
+        true
+    }
+
+    /// Whether writers queue for this inflated latch (`sync::cohort::queued`): then an
+    /// acquisition that did not queue leaves the word to them.
+    #[cold]
+    #[inline(never)]
+    fn queued(&self) -> bool {
+        cohort::queued(self.addr())
+    }
+
+    /// Whether the latch is inflated to a cohort latch.
+    pub(crate) fn is_cohort(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & COHORT != 0
     }
 
     /// Waits (spin, then sleep) while a writer holds the latch and `pending()` holds;
@@ -317,6 +457,7 @@ impl HybridLatch {
     }
 
     /// Acquires the latch exclusively only if that is possible at once.
+    #[inline]
     pub fn try_exclusive(&self) -> Option<ExclusiveGuard<'_>> {
         if owns(self.addr()) {
             if let Some(x) = self.owner_exclusive(None) {
@@ -327,15 +468,16 @@ impl HybridLatch {
     }
 
     /// [`try_exclusive`](Self::try_exclusive) with a read-modify-write even in owner mode.
+    #[inline]
     fn try_exclusive_atomic(&self) -> Option<ExclusiveGuard<'_>> {
         let s = self.state.load(Ordering::Relaxed);
-        if s & (EXCLUSIVE | SHARED_MASK) != 0 {
+        if s & (EXCLUSIVE | SHARED_MASK) != 0 || (s & COHORT != 0 && self.queued()) {
             return None;
         }
         self.state
             .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| ExclusiveGuard::acquired(self, s, false))
+            .and_then(|_| ExclusiveGuard::try_acquired(self, s))
     }
 
     /// [`try_exclusive`](Self::try_exclusive) for an in-place updater: a free latch in line
@@ -351,7 +493,7 @@ impl HybridLatch {
             }
         }
         let s = self.state.load(Ordering::Acquire);
-        if s & (EXCLUSIVE | SHARED_MASK) != 0 {
+        if s & (EXCLUSIVE | SHARED_MASK) != 0 || (s & COHORT != 0 && self.queued()) {
             return Ok(None);
         }
         if s & LINES != 0 {
@@ -365,7 +507,7 @@ impl HybridLatch {
             .state
             .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| ExclusiveGuard::acquired(self, s, false)))
+            .and_then(|_| ExclusiveGuard::try_acquired(self, s)))
     }
 
     /// Takes the latch of a free page whose memory is about to be given back to the system
@@ -375,8 +517,13 @@ impl HybridLatch {
     /// [`wake_all`](Self::wake_all) then wakes whoever waited. [`abandon_retire`]
     /// (Self::abandon_retire) undoes it if the memory could not be given back.
     pub(crate) fn try_retire(&self) -> Option<u64> {
+        let x = self.try_exclusive_atomic()?;
+        if self.is_cohort() {
+            // An inflated latch keeps its memory (and its slot, `sync::cohort`).
+            return None;
+        }
         // Held for good: the guard is forgotten, not released.
-        std::mem::forget(self.try_exclusive_atomic()?);
+        std::mem::forget(x);
         Some(self.state.load(Ordering::Relaxed) & VERSION_MASK)
     }
 
@@ -402,7 +549,7 @@ impl HybridLatch {
         }
         // `LINES` is gone: the page's last exclusive holder ended line mode.
         let version = (s & VERSION_MASK).max(floor & VERSION_MASK);
-        let new = version.wrapping_add(VERSION_ONE) | (s & PARKED);
+        let new = version.wrapping_add(VERSION_ONE) | (s & (PARKED | COHORT));
         self.state
             .compare_exchange(s, new, Ordering::Release, Ordering::Relaxed)
             .is_ok()
@@ -432,7 +579,7 @@ impl HybridLatch {
     fn owner_shared(&self, version: Option<u64>, end_lines: bool) -> Option<SharedGuard<'_>> {
         let s = self.state.load(Ordering::Relaxed);
         let lines = if end_lines { LINES } else { 0 };
-        if s & (EXCLUSIVE | PARKED | SHARED_MASK | lines) != 0
+        if s & (EXCLUSIVE | PARKED | SHARED_MASK | COHORT | lines) != 0
             || version.is_some_and(|v| s & (VERSION_MASK | LINES) != v)
         {
             return None;
@@ -441,8 +588,7 @@ impl HybridLatch {
         count_acquisition(true);
         Some(SharedGuard {
             latch: self,
-            slow_path: false,
-            owned: true,
+            flags: flags(OWNED, false),
         })
     }
 
@@ -575,7 +721,9 @@ impl<'a> OptimisticGuard<'a> {
         }
         loop {
             let s = latch.state.load(Ordering::Relaxed);
-            if s & (VERSION_MASK | EXCLUSIVE) != version {
+            if s & (VERSION_MASK | EXCLUSIVE) != version || (s & COHORT != 0 && latch.queued()) {
+                // Changed, or writers queue for the inflated latch (`sync::cohort`): the
+                // caller restarts, and queues if it still finds the latch taken.
                 return Err(Restart);
             }
             if s & SHARED_MASK == 0 {
@@ -608,7 +756,7 @@ impl<'a> OptimisticGuard<'a> {
         if s & (VERSION_MASK | EXCLUSIVE) != self.version & !LINES {
             return Err(Restart);
         }
-        if s & SHARED_MASK != 0 {
+        if s & SHARED_MASK != 0 || (s & COHORT != 0 && self.latch.queued()) {
             return Ok(None);
         }
         match self.latch.state.compare_exchange(
@@ -617,7 +765,7 @@ impl<'a> OptimisticGuard<'a> {
             Ordering::Acquire,
             Ordering::Relaxed,
         ) {
-            Ok(_) => Ok(Some(ExclusiveGuard::acquired(self.latch, s, false))),
+            Ok(_) => Ok(ExclusiveGuard::try_acquired(self.latch, s)),
             Err(_) => Err(Restart),
         }
     }
@@ -640,6 +788,17 @@ impl<'a> OptimisticGuard<'a> {
             if s & (VERSION_MASK | EXCLUSIVE) != self.version || s & SHARED_MASK == SHARED_MASK {
                 return Err(Restart);
             }
+            if s & COHORT != 0 {
+                if let Some(held) = cohort::held(latch.addr()) {
+                    if !latch.enter_cohort_reader(held, VERSION_MASK, s) {
+                        return Err(Restart);
+                    }
+                    return Ok(SharedGuard {
+                        latch,
+                        flags: flags(held, self.slow_path),
+                    });
+                }
+            }
             if latch
                 .state
                 .compare_exchange_weak(s, s + SHARED_ONE, Ordering::Acquire, Ordering::Relaxed)
@@ -648,8 +807,7 @@ impl<'a> OptimisticGuard<'a> {
                 count_acquisition(false);
                 return Ok(SharedGuard {
                     latch,
-                    slow_path: self.slow_path,
-                    owned: false,
+                    flags: flags(ATOMIC, self.slow_path),
                 });
             }
         }
@@ -661,15 +819,17 @@ impl<'a> OptimisticGuard<'a> {
 #[must_use]
 pub struct SharedGuard<'a> {
     latch: &'a HybridLatch,
-    slow_path: bool,
-    /// Taken in owner mode (`sync::owner`): nothing to release.
-    owned: bool,
+    /// Whether the acquisition waited (bit 0), and how it was taken (the rest):
+    /// [`ATOMIC`] (counted in the word), [`OWNED`] (in owner mode, `sync::owner`: nothing
+    /// to release), or else the lane of an inflated latch it is counted in
+    /// (`sync::cohort`). One field, so that the guard moves in two registers.
+    flags: u16,
 }
 
 impl SharedGuard<'_> {
     /// Whether the acquisition had to wait.
     pub fn slow_path(&self) -> bool {
-        self.slow_path
+        self.flags & 1 != 0
     }
 
     /// The address of the latch this guard holds (to check that it covers a given page).
@@ -680,8 +840,11 @@ impl SharedGuard<'_> {
 
 impl Drop for SharedGuard<'_> {
     fn drop(&mut self) {
-        if !self.owned {
+        let mode = self.flags >> 1;
+        if mode == ATOMIC {
             self.latch.release_shared();
+        } else if mode != OWNED {
+            self.latch.leave_cohort_reader(mode);
         }
     }
 }
@@ -691,9 +854,12 @@ impl Drop for SharedGuard<'_> {
 #[must_use]
 pub struct ExclusiveGuard<'a> {
     latch: &'a HybridLatch,
-    slow_path: bool,
-    /// Taken in owner mode (`sync::owner`): released with a plain store.
-    owned: bool,
+    /// Whether the acquisition waited (bit 0), and how it was taken (the rest):
+    /// [`ATOMIC`] (a read-modify-write of the word), [`OWNED`] (in owner mode,
+    /// `sync::owner`: released with a plain store), or else through that lane of an
+    /// inflated latch, whose local lock it holds (`sync::cohort`). One field, so that the
+    /// guard moves in two registers.
+    flags: u16,
 }
 
 impl<'a> ExclusiveGuard<'a> {
@@ -705,18 +871,56 @@ impl<'a> ExclusiveGuard<'a> {
     ///
     /// `s` is the word the acquiring CAS replaced: with `LINES` set, line mode ends here,
     /// before the holder reads or writes anything (`sync::lines`).
+    ///
+    /// With `COHORT` set, it waits for the shared holders counted off the page to leave
+    /// (`sync::cohort`).
     #[inline]
     fn acquired(latch: &'a HybridLatch, s: u64, slow_path: bool) -> Self {
         fence(Ordering::Release);
         count_acquisition(false);
+        if s & COHORT != 0 {
+            Self::drain_cohort_readers(latch);
+        }
         if s & LINES != 0 {
             latch.drain_lines();
         }
         ExclusiveGuard {
             latch,
-            slow_path,
-            owned: false,
+            flags: flags(ATOMIC, slow_path),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drain_cohort_readers(latch: &HybridLatch) {
+        fence(Ordering::SeqCst);
+        if let Some(held) = cohort::held(latch.addr()) {
+            cohort::drain_readers(held);
+        }
+    }
+
+    /// [`acquired`](Self::acquired) for an acquisition that must not wait: with shared
+    /// holders counted off the page of an inflated latch, the word is released again
+    /// (`None`).
+    #[inline(always)]
+    fn try_acquired(latch: &'a HybridLatch, s: u64) -> Option<Self> {
+        if s & COHORT != 0 && Self::backed_out(latch) {
+            return None;
+        }
+        Some(Self::acquired(latch, s, false))
+    }
+
+    /// [`try_acquired`](Self::try_acquired) of an inflated latch: releases the word again
+    /// (`true`) if a shared holder is counted in a lane.
+    #[cold]
+    #[inline(never)]
+    fn backed_out(latch: &HybridLatch) -> bool {
+        fence(Ordering::SeqCst);
+        let readers = cohort::held(latch.addr()).is_some_and(cohort::readers_in);
+        if readers {
+            latch.release_exclusive();
+        }
+        readers
     }
 
     /// Puts the leaf into line mode (`sync::lines`; the caller has taken its table entry).
@@ -727,14 +931,14 @@ impl<'a> ExclusiveGuard<'a> {
 
     /// Whether the acquisition had to wait (spin or sleep) for another holder.
     pub fn slow_path(&self) -> bool {
-        self.slow_path
+        self.flags & 1 != 0
     }
 
     /// Records that the holder waited for this latch although the acquisition itself did
     /// not: it waited for a snapshot of the same latch just before (a descent whose root is
     /// the leaf it latches).
     pub fn mark_slow_path(&mut self) {
-        self.slow_path = true;
+        self.flags |= 1;
     }
 
     /// The address of the latch this guard holds (to check that it covers a given page).
@@ -746,10 +950,13 @@ impl<'a> ExclusiveGuard<'a> {
 impl Drop for ExclusiveGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        if self.owned {
+        let mode = self.flags >> 1;
+        if mode == ATOMIC {
+            self.latch.release_exclusive();
+        } else if mode == OWNED {
             self.latch.owner_release();
         } else {
-            self.latch.release_exclusive();
+            self.latch.release_cohort(mode);
         }
     }
 }

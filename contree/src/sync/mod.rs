@@ -1,5 +1,5 @@
-//! Synchronisation: the hybrid latch and its guards ([`latch`]), the line locks of hot
-//! leaves in line mode ([`lines`]), the waiting primitives they are built on (`parking`), and
+//! Synchronisation: the hybrid latch and its guards ([`latch`]), the off-page cohort
+//! extension of a hot latch ([`cohort`]), the line locks of hot leaves in line mode ([`lines`]), the waiting primitives they are built on (`parking`), and
 //! the tree's striped counters (`striped`).
 //!
 //! `latch` imports everything it shares between threads from this module (atomics, fences,
@@ -11,6 +11,7 @@
 // `latch_addr`) serve the loom model, which compiles this file on its own
 // (`tests/loom_latch.rs`), and not the tree.
 mod backoff;
+pub(crate) mod cohort;
 #[allow(dead_code)]
 pub(crate) mod latch;
 #[cfg(test)]

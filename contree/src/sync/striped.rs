@@ -61,9 +61,14 @@ pub(crate) enum Counter {
     ReplicaReads,
     /// Point reads that found their node's replica stale and descended the tree.
     ReplicaFallbacks,
+    /// Exclusive leaf-latch acquisitions by a writer from another thread than the last
+    /// holder, on the same NUMA node (`crate::numa::cohort`).
+    NumaSameHandoffs,
+    /// The same, from a thread on another node than the last holder's.
+    NumaCrossHandoffs,
 }
 
-const COUNTERS: usize = 19;
+const COUNTERS: usize = 21;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

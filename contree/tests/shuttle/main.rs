@@ -26,7 +26,7 @@
 
 mod history;
 
-use contree::{Config, Error, LineMode, PartitionedTree, Tree};
+use contree::{Config, Error, LineMode, Numa, PartitionedTree, ThreadMap, Topology, Tree};
 use history::{check_linearizable, Event, History, Op, Res};
 use shuttle::rand::{thread_rng, Rng};
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
@@ -86,6 +86,8 @@ struct Totals {
     line_exits: AtomicU64,
     /// Point reads' leaf phases run again on the same leaf (`engine::phases`).
     leaf_restarts: AtomicU64,
+    /// Leaf latches inflated to cohort latches (`Numa::cohort`).
+    cohort_latches: AtomicU64,
 }
 
 /// The seed of the schedulers' sequence of schedules: fixed by default, so that the default
@@ -530,6 +532,9 @@ fn execution(model: &Model, totals: &Totals) {
         .fetch_add(s.leaf_restarts, Ordering::Relaxed);
     totals.slices.fetch_add(s.slices, Ordering::Relaxed);
     totals.melds.fetch_add(s.melds, Ordering::Relaxed);
+    totals
+        .cohort_latches
+        .fetch_add(s.cohort_latches, Ordering::Relaxed);
 }
 
 /// The tree a model runs on: a `Tree`, or a `PartitionedTree` for models that slice and
@@ -612,7 +617,7 @@ fn check(model: Model) -> Arc<Totals> {
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
          {} diverted to the side structure, {} updates in line mode, {} line mode exits, \
-         {} leaf phases run again, {} slices, {} melds",
+         {} leaf phases run again, {} slices, {} melds, {} cohort latches",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -628,6 +633,7 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.leaf_restarts),
         get(&totals.slices),
         get(&totals.melds),
+        get(&totals.cohort_latches),
     );
     totals
 }
@@ -808,6 +814,42 @@ fn line_mode() {
     });
     assert!(totals.line_updates.load(Ordering::Relaxed) > 0);
     assert!(totals.line_exits.load(Ordering::Relaxed) > 0);
+}
+
+/// Cohort latches (`Numa::cohort`, `src/sync/cohort.rs`) on a simulated topology of two
+/// nodes: writers that find a hot leaf's latch held (holders yield inside their update
+/// closures) inflate it after two waits (the model's threshold), and from then on writers
+/// queue per node and are passed the latch within their node, acquisitions that did not
+/// queue step aside, shared holders (scans, `get_with`) count themselves per node, and
+/// splits and merges go on around it; every result must be linearizable for its key.
+#[test]
+fn cohort_latch() {
+    let totals = check(Model {
+        config: Config {
+            contention_split: false,
+            numa: Numa {
+                topology: Topology::Simulated {
+                    nodes: 2,
+                    threads: ThreadMap::RoundRobin,
+                },
+                cohort: true,
+                ..Numa::default()
+            },
+            ..small_config()
+        },
+        keys: 60,
+        long_keys: false,
+        initially: |i| i % 3 != 2,
+        threads: 4,
+        ops_per_thread: 6,
+        hot: 20..26,
+        max_value: 40,
+        weights: [8, 3, 2, 1, 0],
+        holder_yields: 3,
+        mark_hot: false,
+        update_bias: 12,
+    });
+    assert!(totals.cohort_latches.load(Ordering::Relaxed) > 0);
 }
 
 /// The side structure for hot ranges: inserts and removals of the hot window's keys go to
