@@ -64,17 +64,12 @@ impl Cohort {
     }
 }
 
-/// A coarse clock for the table of waits: milliseconds, modulo 256 (a constant under
-/// Shuttle, whose schedules must replay).
+/// A coarse clock for the table of waits: milliseconds of line mode's clock, modulo 256 (a
+/// constant under Shuttle, whose schedules must replay).
 fn epoch() -> u64 {
     #[cfg(not(feature = "shuttle"))]
     {
-        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        (START
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_millis() as u64)
-            & 0xFF
+        u64::from(crate::policy::lines::clock_us() / 1000) & 0xFF
     }
     #[cfg(feature = "shuttle")]
     0

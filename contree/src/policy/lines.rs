@@ -57,8 +57,8 @@ fn tag() -> u16 {
 }
 
 /// Microseconds since the first call in this process (wraps after 71 minutes; a wrap only
-/// misjudges one gap).
-fn clock_us() -> u32 {
+/// misjudges one gap). Also the clock of the cohort latch's record of waits (`numa::cohort`).
+pub(crate) fn clock_us() -> u32 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_micros() as u32
 }

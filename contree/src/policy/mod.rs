@@ -25,7 +25,7 @@
 
 pub(crate) mod combining;
 mod contention;
-mod lines;
+pub(crate) mod lines;
 
 use crate::config::Config;
 use crate::node::{Node, NodeMut, POLICY_AREA};

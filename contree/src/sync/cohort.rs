@@ -230,7 +230,7 @@ pub(crate) fn lane(held: Held) -> &'static Lane {
 
 /// The address a writer that waits for the readers of `held`'s slot sleeps on.
 fn readers_addr(held: Held) -> usize {
-    &TABLE[(usize::from(held) - 1) / LANES].owner as *const AtomicUsize as usize
+    &slot_of(held).owner as *const AtomicUsize as usize
 }
 
 /// A writer of `held`'s lane starts waiting for the word ([`queued`] counts it).
@@ -258,8 +258,8 @@ fn slot_of(held: Held) -> &'static Slot {
 /// Whether any shared holder of the slot of `held` is in (after the caller's `SeqCst`
 /// fence, for a writer that holds the word).
 pub(crate) fn readers_in(held: Held) -> bool {
-    let slot = &TABLE[(usize::from(held) - 1) / LANES];
-    slot.lanes
+    slot_of(held)
+        .lanes
         .iter()
         .any(|l| l.readers.load(Ordering::Acquire) != 0)
 }

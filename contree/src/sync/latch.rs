@@ -34,6 +34,12 @@ use crate::sync::{
     Ordering,
 };
 
+// Owner mode's and inflated words' paths, each in a file of its own beside this one.
+#[path = "latch_cohort.rs"]
+mod cohort_paths;
+#[path = "latch_owner.rs"]
+mod owner_paths;
+
 const EXCLUSIVE: u64 = 1;
 const PARKED: u64 = 1 << 1;
 const SHARED_SHIFT: u32 = 2;
@@ -255,27 +261,6 @@ impl HybridLatch {
         self as *const HybridLatch as usize
     }
 
-    /// Owner mode's exclusive acquisition (`sync::owner`): a plain store, if the word is
-    /// free; `None` sends the caller to the atomic path (which waits, as always).
-    #[inline]
-    fn owner_exclusive(&self, version: Option<u64>) -> Option<ExclusiveGuard<'_>> {
-        let s = self.state.load(Ordering::Relaxed);
-        if s & (EXCLUSIVE | PARKED | SHARED_MASK | LINES | COHORT) != 0
-            || version.is_some_and(|v| s & VERSION_MASK != v)
-        {
-            return None;
-        }
-        self.state.store(s | EXCLUSIVE, Ordering::Relaxed);
-        // As `ExclusiveGuard::acquired`: the store is ordered before every write the holder
-        // makes (the seqlock writer protocol).
-        fence(Ordering::Release);
-        count_acquisition(true);
-        Some(ExclusiveGuard {
-            latch: self,
-            flags: flags(OWNED, false),
-        })
-    }
-
     /// Acquires the latch exclusively, waiting while anybody else holds it. In owner mode
     /// (`sync::owner`) the latch of an owned page is taken with a plain store.
     #[inline]
@@ -331,105 +316,6 @@ impl HybridLatch {
             }
             wait_while(self, |s| s & (EXCLUSIVE | SHARED_MASK) != 0);
         }
-    }
-
-    /// [`exclusive`](Self::exclusive)'s wait for an inflated latch (`sync::cohort`): queues
-    /// on the lane of the thread's node first; the word is then either passed on by the
-    /// previous holder of the lane, or competed for as ever. The guard keeps the lane
-    /// locked until it releases the word (and decides there whether to pass it on).
-    #[cold]
-    #[inline(never)]
-    fn exclusive_cohort(&self, held: Held) -> ExclusiveGuard<'_> {
-        let lane = cohort::lane(held);
-        cohort::arrive(held);
-        if lane.queue() {
-            cohort::depart(held);
-            // Passed on: the word stayed exclusive from the previous holder's acquisition
-            // (which drained the readers) to here. The fence orders this holder's writes
-            // after it, as `ExclusiveGuard::acquired` does for a CAS.
-            fence(Ordering::Release);
-            count_acquisition(false);
-            return ExclusiveGuard {
-                latch: self,
-                flags: flags(held, true),
-            };
-        }
-        let s = self.take_word();
-        cohort::depart(held);
-        let mut x = ExclusiveGuard::acquired(self, s, true);
-        x.flags = flags(held, true);
-        x
-    }
-
-    /// Releases an exclusive hold taken through lane `held` (`sync::cohort`): passes the
-    /// word to a waiter of the same node if the lane allows, else releases it to all.
-    #[cold]
-    #[inline(never)]
-    fn release_cohort(&self, held: Held) {
-        let lane = cohort::lane(held);
-        if lane.should_pass() && self.state.load(Ordering::Relaxed) & LINES == 0 {
-            // The version moves on as on every release; `EXCLUSIVE` stays set.
-            self.state.fetch_add(VERSION_ONE, Ordering::Release);
-            lane.pass();
-        } else {
-            self.release_exclusive();
-            lane.unlock_released();
-        }
-    }
-
-    /// A shared holder of an inflated latch counts itself in its lane, then checks (after a
-    /// `SeqCst` fence, see `sync::cohort`) that no writer holds the word and that the bits
-    /// under `mask` still equal those of `s`; else it backs out and returns `false`.
-    fn enter_cohort_reader(&self, held: Held, mask: u64, s: u64) -> bool {
-        cohort::lane(held).enter_reader();
-        fence(Ordering::SeqCst);
-        let now = self.state.load(Ordering::Acquire);
-        if now & EXCLUSIVE == 0 && now & mask == s & mask && now & COHORT != 0 {
-            count_acquisition(false);
-            return true;
-        }
-        self.leave_cohort_reader(held);
-        false
-    }
-
-    /// A shared holder of an inflated latch leaves its lane, and wakes a writer that waits
-    /// for the readers to drain.
-    fn leave_cohort_reader(&self, held: Held) {
-        cohort::lane(held).leave_reader();
-        fence(Ordering::SeqCst);
-        if self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0 {
-            cohort::wake_writer(held);
-        }
-    }
-
-    /// Inflates the latch to a cohort latch (`sync::cohort`), held exclusively by `x`:
-    /// later waiting writers queue per node, and shared holders count themselves per node.
-    /// `false` if it is inflated already, `x` holds it in owner mode, or no slot is free.
-    pub(crate) fn inflate(x: &ExclusiveGuard<'_>) -> bool {
-        let latch = x.latch;
-        if x.flags >> 1 != ATOMIC || latch.state.load(Ordering::Relaxed) & COHORT != 0 {
-            return false;
-        }
-        if !cohort::claim(latch.addr()) {
-            return false;
-        }
-        // Shared holders count themselves in the word until they see the bit, and none is
-        // in now (the exclusive hold waited for them).
-        latch.state.fetch_or(COHORT, Ordering::Release);
-        true
-    }
-
-    /// Whether writers queue for this inflated latch (`sync::cohort::queued`): then an
-    /// acquisition that did not queue leaves the word to them.
-    #[cold]
-    #[inline(never)]
-    fn queued(&self) -> bool {
-        cohort::queued(self.addr())
-    }
-
-    /// Whether the latch is inflated to a cohort latch.
-    pub(crate) fn is_cohort(&self) -> bool {
-        self.state.load(Ordering::Relaxed) & COHORT != 0
     }
 
     /// Waits (spin, then sleep) while a writer holds the latch and `pending()` holds;
@@ -571,35 +457,6 @@ impl HybridLatch {
         fence(Ordering::SeqCst);
         drain_lines(self as *const HybridLatch as usize);
         self.state.fetch_and(!LINES, Ordering::Relaxed);
-    }
-
-    /// Owner mode's shared acquisition (`sync::owner`): nothing is written, since no other
-    /// thread can hold an owned page exclusively; `None` sends the caller to the atomic path.
-    #[inline]
-    fn owner_shared(&self, version: Option<u64>, end_lines: bool) -> Option<SharedGuard<'_>> {
-        let s = self.state.load(Ordering::Relaxed);
-        let lines = if end_lines { LINES } else { 0 };
-        if s & (EXCLUSIVE | PARKED | SHARED_MASK | COHORT | lines) != 0
-            || version.is_some_and(|v| s & (VERSION_MASK | LINES) != v)
-        {
-            return None;
-        }
-        fence(Ordering::Acquire);
-        count_acquisition(true);
-        Some(SharedGuard {
-            latch: self,
-            flags: flags(OWNED, false),
-        })
-    }
-
-    /// Owner mode's release (`sync::owner`): the next version, with a plain store.
-    #[inline]
-    fn owner_release(&self) {
-        let s = self.state.load(Ordering::Relaxed);
-        self.state.store(
-            (s & !EXCLUSIVE).wrapping_add(VERSION_ONE),
-            Ordering::Release,
-        );
     }
 
     fn release_exclusive(&self) {
@@ -890,15 +747,6 @@ impl<'a> ExclusiveGuard<'a> {
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn drain_cohort_readers(latch: &HybridLatch) {
-        fence(Ordering::SeqCst);
-        if let Some(held) = cohort::held(latch.addr()) {
-            cohort::drain_readers(held);
-        }
-    }
-
     /// [`acquired`](Self::acquired) for an acquisition that must not wait: with shared
     /// holders counted off the page of an inflated latch, the word is released again
     /// (`None`).
@@ -908,19 +756,6 @@ impl<'a> ExclusiveGuard<'a> {
             return None;
         }
         Some(Self::acquired(latch, s, false))
-    }
-
-    /// [`try_acquired`](Self::try_acquired) of an inflated latch: releases the word again
-    /// (`true`) if a shared holder is counted in a lane.
-    #[cold]
-    #[inline(never)]
-    fn backed_out(latch: &HybridLatch) -> bool {
-        fence(Ordering::SeqCst);
-        let readers = cohort::held(latch.addr()).is_some_and(cohort::readers_in);
-        if readers {
-            latch.release_exclusive();
-        }
-        readers
     }
 
     /// Puts the leaf into line mode (`sync::lines`; the caller has taken its table entry).

@@ -4,7 +4,7 @@
 //!
 //! `latch` imports everything it shares between threads from this module (atomics, fences,
 //! parking), so that the loom model (`tests/loom_latch.rs`) compiles the very same file
-//! against loom's atomics.
+//! (with its two children, `latch_owner.rs` and `latch_cohort.rs`) against loom's atomics.
 
 // The latch is a complete primitive, private to the crate: a few of its methods
 // (`version`, `is_exclusive`, `upgrade_shared`, the shared guard's `slow_path` and
