@@ -349,6 +349,11 @@ pub struct NumaArgs {
     /// latch off and on, counting same-node and cross-node latch handoffs.
     #[arg(long)]
     pub hot_update: bool,
+    /// Run the placement rows instead: every thread loads a range of keys of its own, then
+    /// reads its own keys, with page placement (`Numa::placement`) off and on, counting the
+    /// leaves and inner nodes read on another node than the reader's.
+    #[arg(long, conflicts_with = "hot_update")]
+    pub placement: bool,
 }
 
 /// compare options.

@@ -21,6 +21,7 @@ pub mod hotspot;
 pub mod keys;
 pub mod numa;
 pub mod output;
+pub mod placement;
 pub mod plot;
 pub mod progress;
 pub mod repartition;

@@ -145,21 +145,17 @@ pub fn run(args: &NumaArgs) -> Result<(), String> {
         run_latch_rows(args);
         return Ok(());
     }
-    let rows = [Row::Off, Row::Simulated, Row::Replicas];
-    let mut runs: Vec<Vec<Run>> = rows.iter().map(|_| Vec::new()).collect();
-    for rep in 0..args.reps {
-        // Interleaved, in a rotating order.
-        for k in 0..rows.len() {
-            let r = (k + rep) % rows.len();
-            let run = run_row(rows[r], args, rep);
-            eprintln!(
-                "rep {rep} {:<9} {:>7.3} Mops/s",
-                rows[r].name(),
-                run.ops_per_s / 1e6
-            );
-            runs[r].push(run);
-        }
+    if args.placement {
+        crate::placement::run(args);
+        return Ok(());
     }
+    let rows = [Row::Off, Row::Simulated, Row::Replicas];
+    let runs = interleaved(
+        &rows,
+        args.reps,
+        |row, rep| run_row(row, args, rep),
+        |row, run: &Run| format!("{:<9} {:>7.3} Mops/s", row.name(), run.ops_per_s / 1e6),
+    );
     println!(
         "numa: {} records, {} threads on {} simulated nodes (round-robin), {:.0}% inserts, {} s x {} reps (median)",
         args.records,
@@ -235,6 +231,26 @@ pub fn run(args: &NumaArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs every row `reps` times, interleaved in a rotating order, printing each run's
+/// `describe` to stderr; the runs of each row.
+pub(crate) fn interleaved<T: Copy, R>(
+    rows: &[T],
+    reps: usize,
+    mut run: impl FnMut(T, usize) -> R,
+    describe: impl Fn(T, &R) -> String,
+) -> Vec<Vec<R>> {
+    let mut runs: Vec<Vec<R>> = rows.iter().map(|_| Vec::new()).collect();
+    for rep in 0..reps {
+        for k in 0..rows.len() {
+            let r = (k + rep) % rows.len();
+            let result = run(rows[r], rep);
+            eprintln!("rep {rep} {}", describe(rows[r], &result));
+            runs[r].push(result);
+        }
+    }
+    runs
+}
+
 /// One run of a latch row (`--hot-update`): throughput and the tree's counters after it.
 struct LatchRun {
     ops_per_s: f64,
@@ -296,19 +312,12 @@ fn run_latch_row(cohort: bool, args: &NumaArgs) -> LatchRun {
 fn run_latch_rows(args: &NumaArgs) {
     let rows = [false, true];
     let name = |cohort: bool| if cohort { "cohort" } else { "simulated" };
-    let mut runs: Vec<Vec<LatchRun>> = vec![Vec::new(), Vec::new()];
-    for rep in 0..args.reps {
-        for k in 0..rows.len() {
-            let r = (k + rep) % rows.len();
-            let run = run_latch_row(rows[r], args);
-            eprintln!(
-                "rep {rep} {:<9} {:>7.3} Mops/s",
-                name(rows[r]),
-                run.ops_per_s / 1e6
-            );
-            runs[r].push(run);
-        }
-    }
+    let runs = interleaved(
+        &rows,
+        args.reps,
+        |cohort, _| run_latch_row(cohort, args),
+        |cohort, run: &LatchRun| format!("{:<9} {:>7.3} Mops/s", name(cohort), run.ops_per_s / 1e6),
+    );
     println!(
         "numa --hot-update: {} records, {} threads on {} simulated nodes (round-robin), each updating its own key of one leaf, contention_split false, {} s x {} reps (median by throughput)",
         args.records, args.threads, args.nodes, args.seconds, args.reps

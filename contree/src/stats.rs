@@ -144,6 +144,18 @@ pub struct Stats {
     /// replica's pages are on the reader's node). Per read: `numa_remote_inner_reads /
     /// numa_reads`.
     pub numa_remote_inner_reads: u64,
+    /// NUMA: leaf pages those reads (and the replica reads) read on another node than the
+    /// reader's (by the page's node in the pool: with [`Numa::placement`](crate::Numa::placement)
+    /// off every page counts as node 0's). Per read: `numa_remote_leaf_reads / numa_reads`.
+    pub numa_remote_leaf_reads: u64,
+    /// Page placement ([`Numa::placement`](crate::Numa::placement)): the pages in use on each
+    /// node, indexed by node (pool-wide: all partitions of a
+    /// [`PartitionedTree`](crate::PartitionedTree)); empty when placement is off or the
+    /// topology has one node.
+    pub pages_per_node: Vec<usize>,
+    /// Page placement: pages handed to a thread of another node than the page's, because its
+    /// own node had no free page while others held plenty (pool-wide).
+    pub numa_pages_placed_remote: u64,
     /// Upper-level replicas ([`Numa::replicas`](crate::Numa::replicas)): point reads that
     /// found their leaf through their node's replica.
     pub replica_reads: u64,

@@ -450,3 +450,134 @@ fn cohort_latches_keep_every_write_beside_splits_merges_and_scans() {
     assert!(s.numa_same_node_handoffs + s.numa_cross_node_handoffs > 0);
     assert!(s.numa_latch_max_wait_ns > 0);
 }
+
+/// Page placement (`Numa::placement`): four threads, one per node, each load, rewrite and
+/// partly remove their own key range at once (splits and merges on every node, beside each
+/// other at the ranges' edges), with a scanner beside them. Every page lives on the node of
+/// the thread that created it: the pages per node add up to the tree's pages, every node
+/// holds some, reads of a thread's own keys find their leaf on its node (against every read
+/// from nodes 1 to 3 being remote without placement), and the contents match the oracle.
+#[test]
+fn placement_puts_pages_on_their_creators_node_and_keeps_every_write() {
+    const PER: u64 = 3_000;
+    let mut remote_share = Vec::new();
+    for placement in [false, true] {
+        let tree = Tree::with_config(Config {
+            numa: Numa {
+                placement,
+                ..config(4, false).numa
+            },
+            ..config(4, false)
+        })
+        .unwrap();
+        let stop = AtomicBool::new(false);
+        let oracles: Vec<BTreeMap<u64, [u8; 16]>> = thread::scope(|s| {
+            let scanner = s.spawn(|| {
+                NODE.with(|n| n.set(1));
+                while !stop.load(Ordering::Relaxed) {
+                    let mut last = None;
+                    for (k, v) in tree.range(key(PER / 2)..key(3 * PER)) {
+                        assert_eq!(v[..8], k.iter().rev().copied().collect::<Vec<_>>());
+                        assert!(last.as_ref().is_none_or(|l| *l < k));
+                        last = Some(k);
+                    }
+                }
+            });
+            let writers: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let tree = &tree;
+                    s.spawn(move || {
+                        NODE.with(|n| n.set(t as usize));
+                        let mut rng = rand::rngs::StdRng::seed_from_u64(t);
+                        let mut oracle = BTreeMap::new();
+                        let range = t * PER..(t + 1) * PER;
+                        for i in range.clone() {
+                            tree.insert(&key(i), &value(i, 0)).unwrap();
+                            oracle.insert(i, value(i, 0));
+                        }
+                        for round in 1..3 {
+                            for _ in 0..PER {
+                                let i = rng.gen_range(range.clone());
+                                if rng.gen_bool(0.4) {
+                                    assert_eq!(
+                                        tree.remove(&key(i)),
+                                        oracle.remove(&i).map(|v| v.to_vec())
+                                    );
+                                } else {
+                                    tree.insert(&key(i), &value(i, round)).unwrap();
+                                    oracle.insert(i, value(i, round));
+                                }
+                            }
+                        }
+                        oracle
+                    })
+                })
+                .collect();
+            let oracles = writers.into_iter().map(|w| w.join().unwrap()).collect();
+            stop.store(true, Ordering::Relaxed);
+            scanner.join().unwrap();
+            oracles
+        });
+        tree.check_invariants().unwrap();
+        let all: BTreeMap<u64, [u8; 16]> =
+            oracles.iter().flatten().map(|(&k, &v)| (k, v)).collect();
+        assert!(tree
+            .iter()
+            .map(|(k, v)| (u64::from_be_bytes(k[..].try_into().unwrap()), v.to_vec()))
+            .eq(all.iter().map(|(&k, v)| (k, v.to_vec()))));
+        // Each thread reads its own keys.
+        let before = tree.stats();
+        for (t, oracle) in oracles.iter().enumerate() {
+            on_node(t, || {
+                for (&i, v) in oracle {
+                    assert_eq!(tree.get(&key(i)).as_deref(), Some(&v[..]));
+                }
+            });
+        }
+        let s = tree.stats();
+        let reads = s.numa_reads - before.numa_reads;
+        let remote = s.numa_remote_leaf_reads - before.numa_remote_leaf_reads;
+        assert_eq!(reads, all.len() as u64);
+        remote_share.push(remote as f64 / reads as f64);
+        if placement {
+            assert_eq!(s.pages_per_node.len(), 4);
+            assert!(
+                s.pages_per_node.iter().all(|&n| n > 0),
+                "{:?}",
+                s.pages_per_node
+            );
+            assert_eq!(
+                s.pages_per_node.iter().sum::<usize>(),
+                s.leaf_pages + s.inner_pages + s.blob_pages + s.heap_pages
+            );
+        } else {
+            assert!(s.pages_per_node.is_empty());
+        }
+    }
+    // Without placement every page is node 0's: the reads of nodes 1 to 3 are all remote.
+    assert!(remote_share[0] > 0.7, "{remote_share:?}");
+    assert!(remote_share[1] < 0.05, "{remote_share:?}");
+}
+
+/// Placement on one node is the pool without placement: nothing is counted per node.
+#[test]
+fn placement_on_one_node_changes_nothing() {
+    let tree = Tree::with_config(Config {
+        numa: Numa {
+            placement: true,
+            ..config(1, false).numa
+        },
+        ..config(1, false)
+    })
+    .unwrap();
+    for i in 0..5_000 {
+        tree.insert(&key(i), &value(i, 0)).unwrap();
+    }
+    let s = tree.stats();
+    assert!(s.pages_per_node.is_empty());
+    assert_eq!(
+        (s.numa_remote_leaf_reads, s.numa_pages_placed_remote),
+        (0, 0)
+    );
+    assert_eq!(tree.len(), 5_000);
+}

@@ -121,7 +121,12 @@ impl TreeCore {
     /// An empty tree with `config` (already validated) over its own page pool.
     pub(crate) fn new(config: Config) -> Result<TreeCore, Error> {
         config.validate()?;
-        let pool = PagePool::new(config.page_size, config.max_memory, config.return_memory);
+        let pool = PagePool::placed(
+            config.page_size,
+            config.max_memory,
+            config.return_memory,
+            config.numa.placement(),
+        );
         Self::in_pool(config, pool)
     }
 
@@ -286,6 +291,12 @@ impl TreeCore {
     /// Free page bytes of the pool kept for reuse, and given back to the system.
     pub(crate) fn pool_free_bytes(&self) -> (usize, usize) {
         (self.pool.bytes_free(), self.pool.bytes_returned())
+    }
+
+    /// Under page placement (`Numa::placement`), the pool's pages in use per node and the
+    /// pages it handed to a thread of another node; empty and 0 without.
+    pub(crate) fn pool_placement(&self) -> (Vec<usize>, u64) {
+        (self.pool.pages_per_node(), self.pool.pages_placed_remote())
     }
 
     /// Page bytes this tree holds.

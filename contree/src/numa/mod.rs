@@ -73,6 +73,21 @@ pub struct Numa {
     /// fields. Default `false`: on one node it only moves waiting around, and it pays only
     /// where a latch's cache line is expensive to move between nodes.
     pub cohort: bool,
+    /// Node-local pages: the page pool hands a thread pages of its own node, so a leaf or
+    /// inner node lives on the node of the thread that created it (by a split, a merge's
+    /// rewrite, a load). Each segment of the pool belongs to one node: on a real topology of
+    /// several nodes its memory is bound there (`mbind`), on a simulated one it is only
+    /// labelled, so that point reads count the pages they read on another node
+    /// ([`Stats::numa_remote_leaf_reads`](crate::Stats::numa_remote_leaf_reads)). A thread
+    /// whose node has no free page takes one of another node only while the other nodes
+    /// hold at least a segment of free pages (so memory stays within a segment per node of
+    /// the pool without placement). Counted in
+    /// [`Stats::pages_per_node`](crate::Stats::pages_per_node) and
+    /// [`Stats::numa_pages_placed_remote`](crate::Stats::numa_pages_placed_remote). No effect
+    /// on one node. Default `false`: it pays where threads keep to their own key ranges (a
+    /// partitioned or thread-per-core service) on a machine with several nodes; for uniform
+    /// access most pages are remote to most threads either way.
+    pub placement: bool,
 }
 
 impl Default for Numa {
@@ -82,6 +97,7 @@ impl Default for Numa {
             replicas: false,
             replica_budget: 64 << 20,
             cohort: false,
+            placement: false,
         }
     }
 }
@@ -114,7 +130,19 @@ impl Numa {
     /// Whether any part is on, or the topology is simulated (a measurement: point reads
     /// count the inner pages they read on other nodes); else the tree holds no NUMA state.
     fn any(&self) -> bool {
-        self.replicas || self.cohort || matches!(self.topology, Topology::Simulated { .. })
+        self.replicas
+            || self.cohort
+            || self.placement
+            || matches!(self.topology, Topology::Simulated { .. })
+    }
+
+    /// Where the page pool places pages: `None` unless placement is on over several nodes.
+    pub(crate) fn placement(&self) -> Option<crate::page::Placement> {
+        let topology = Resolved::new(&self.topology);
+        (self.placement && topology.nodes() > 1).then(|| crate::page::Placement {
+            topology,
+            bind: matches!(self.topology, Topology::System),
+        })
     }
 }
 
@@ -160,6 +188,8 @@ impl TreeCore {
         s.numa_reads = count(Counter::NumaReads) + s.replica_reads;
         s.numa_inner_reads = count(Counter::NumaInnerReads);
         s.numa_remote_inner_reads = count(Counter::NumaRemoteInner);
+        s.numa_remote_leaf_reads = count(Counter::NumaRemoteLeaf);
+        (s.pages_per_node, s.numa_pages_placed_remote) = self.pool_placement();
         s.replica_fallbacks = count(Counter::ReplicaFallbacks);
         s.numa_same_node_handoffs = count(Counter::NumaSameHandoffs);
         s.numa_cross_node_handoffs = count(Counter::NumaCrossHandoffs);

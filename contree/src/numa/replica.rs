@@ -116,41 +116,41 @@ impl Replica {
         )
     }
 
-    /// The leaf that holds `key` found through the copies, with its snapshot and the
-    /// structure sequence to run the leaf phase under; `None` if the replica is stale or a
+    /// The leaf that holds `key` found through the copies, with its snapshot, the structure
+    /// sequence to run the leaf phase under and its id; `None` if the replica is stale or a
     /// copy changed under the read (the caller falls back to the tree).
     #[inline]
     pub(crate) fn leaf<'t>(
         &'t self,
         core: &'t TreeCore,
         key: &[u8],
-    ) -> Option<(u64, Node, OptimisticGuard<'t>)> {
+    ) -> Option<(u64, Node, OptimisticGuard<'t>, PageId)> {
         let s = self.seq.load(Ordering::Acquire);
         if s == NEVER || s != core.structure_seq() {
             return None;
         }
-        let (leaf, guard, inner) = self.descend(core, key).ok()?;
+        let (leaf, guard, inner, pid) = self.descend(core, key).ok()?;
         // Step 3 of the module doc: after the leaf's snapshot.
         if core.structure_seq() != s {
             return None;
         }
         core.counters.add(Counter::NumaInnerReads, inner);
-        Some((s, leaf, guard))
+        Some((s, leaf, guard, pid))
     }
 
     /// Step 2 of the module doc: the copies from the root down, then the tree's leaf; with
-    /// the number of copies read.
+    /// the number of copies read and the leaf's id.
     fn descend<'t>(
         &'t self,
         core: &'t TreeCore,
         key: &[u8],
-    ) -> Result<(Node, OptimisticGuard<'t>, i64), Restart> {
+    ) -> Result<(Node, OptimisticGuard<'t>, i64, PageId), Restart> {
         let root = self.root.load(Ordering::Acquire);
         let root_pid = root as PageId;
         if root & ROOT_IS_LEAF != 0 {
             let (leaf, latch) = core.page(root_pid)?;
             let guard = latch.optimistic();
-            return Ok((leaf, guard, 0));
+            return Ok((leaf, guard, 0, root_pid));
         }
         let (mut node, latch) = self.shadow.page(root_pid)?;
         let mut guard = latch.optimistic();
@@ -170,7 +170,7 @@ impl Replica {
                 if leaf.level() != 0 {
                     return Err(Restart);
                 }
-                return Ok((leaf, leaf_guard, inner));
+                return Ok((leaf, leaf_guard, inner, child));
             }
             let (next, latch) = self.shadow.page(child)?;
             let next_guard = latch.optimistic();
@@ -188,7 +188,7 @@ impl Replica {
                     if leaf.level() != 0 {
                         return Err(Restart);
                     }
-                    return Ok((leaf, leaf_guard, inner + 1));
+                    return Ok((leaf, leaf_guard, inner + 1, child));
                 }
             }
             (node, guard, level) = (next, next_guard, next_level);
@@ -310,33 +310,42 @@ impl TreeCore {
     ) -> Result<(u64, Node, OptimisticGuard<'t>), Restart> {
         let here = state.topology.node();
         if let Some(replica) = state.replicas.get(here) {
-            if let Some(found) = replica.leaf(self, key) {
-                self.counters.add(Counter::ReplicaReads, 1);
-                return Ok(found);
+            let mut found = replica.leaf(self, key);
+            if found.is_none() && replica.refresh_if_due(self) {
+                found = replica.leaf(self, key);
             }
-            if replica.refresh_if_due(self) {
-                if let Some(found) = replica.leaf(self, key) {
-                    self.counters.add(Counter::ReplicaReads, 1);
-                    return Ok(found);
-                }
+            if let Some((seq, leaf, guard, pid)) = found {
+                self.counters.add(Counter::ReplicaReads, 1);
+                self.count_remote_leaf(here, pid)?;
+                return Ok((seq, leaf, guard));
             }
             self.counters.add(Counter::ReplicaFallbacks, 1);
         }
         self.counters.add(Counter::NumaReads, 1);
         let seq = self.structure_seq();
-        let (leaf, guard, inner, remote) = self.counted_leaf(here, key)?;
+        let (leaf, guard, inner, remote, pid) = self.counted_leaf(here, key)?;
         self.counters.add(Counter::NumaInnerReads, inner);
         self.counters.add(Counter::NumaRemoteInner, remote);
+        self.count_remote_leaf(here, pid)?;
         Ok((seq, leaf, guard))
     }
 
+    /// Counts leaf `pid` as read remotely if it lives on another node than `here`.
+    #[inline]
+    fn count_remote_leaf(&self, here: usize, pid: PageId) -> Result<(), Restart> {
+        let remote = self.directory().node_of(pid)? != here;
+        self.counters
+            .add(Counter::NumaRemoteLeaf, i64::from(remote));
+        Ok(())
+    }
+
     /// [`point_leaf`](TreeCore::point_leaf) on the tree's own inner nodes, counting the inner
-    /// nodes read and those that live on another node than `here`.
+    /// nodes read and those that live on another node than `here`; with the leaf's id.
     fn counted_leaf(
         &self,
         here: usize,
         key: &[u8],
-    ) -> Result<(Node, OptimisticGuard<'_>, i64, i64), Restart> {
+    ) -> Result<(Node, OptimisticGuard<'_>, i64, i64, PageId), Restart> {
         let (mut inner, mut remote) = (0, 0);
         let mut visit = |pid: PageId| -> Result<(), Restart> {
             inner += 1;
@@ -345,6 +354,7 @@ impl TreeCore {
         };
         let meta = self.meta().optimistic();
         let root = self.root_id();
+        let mut pid = root;
         let (mut node, latch) = self.page(root)?;
         let mut guard = latch.optimistic();
         meta.validate()?;
@@ -364,9 +374,9 @@ impl TreeCore {
             if next_level != 0 {
                 visit(child)?;
             }
-            (node, guard, level) = (next, next_guard, next_level);
+            (node, guard, level, pid) = (next, next_guard, next_level, child);
         }
-        Ok((node, guard, inner, remote))
+        Ok((node, guard, inner, remote, pid))
     }
 }
 

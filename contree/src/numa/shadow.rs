@@ -19,8 +19,8 @@
 use crate::node::raw::RawPage;
 use crate::node::Node;
 use crate::page::{
-    chunk_layout, free_directory, locate, segment_entry, segment_layout, Chunk, Directory, PageId,
-    CHUNKS, MAX_PAGES, SEGMENT_SHIFT,
+    chunk_layout, free_directory, locate, memory, segment_entry, Chunk, Directory, PageId, CHUNKS,
+    MAX_PAGES, SEGMENT_SHIFT,
 };
 use crate::sync::{HybridLatch, Restart};
 use std::alloc::alloc_zeroed;
@@ -108,7 +108,7 @@ impl Shadow {
         if !slot.load(Ordering::Acquire).is_null() {
             return true;
         }
-        let Some(mem) = segment_memory(self.page_size, seg, self.bind) else {
+        let Some(mem) = memory::map(self.page_size, seg, self.bind) else {
             return false;
         };
         slot.store(
@@ -122,55 +122,9 @@ impl Shadow {
 impl Drop for Shadow {
     fn drop(&mut self) {
         let page_size = self.page_size;
+        // Every segment's memory came from `memory::map` (`Shadow::map`).
         free_directory(&mut self.chunks, |mem, seg| {
-            free_segment_memory(mem, page_size, seg)
+            memory::unmap(mem, page_size, seg)
         });
     }
-}
-
-/// Zeroed memory for segment `seg`, bound to node `bind` if given (see the module doc).
-#[cfg(target_os = "linux")]
-fn segment_memory(page_size: usize, seg: usize, bind: Option<usize>) -> Option<*mut u8> {
-    let len = segment_layout(page_size, seg).size();
-    // SAFETY: an anonymous private mapping at an address of the kernel's choice touches no
-    // existing memory; the result is checked against `MAP_FAILED`.
-    let mem = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if mem == libc::MAP_FAILED {
-        return None;
-    }
-    if let Some(node) = bind {
-        // Best effort: memory the kernel cannot bind is still memory.
-        let _ = crate::numa::topology::bind_to_node(mem.cast(), len, node);
-    }
-    Some(mem.cast())
-}
-
-#[cfg(target_os = "linux")]
-fn free_segment_memory(mem: *mut u8, page_size: usize, seg: usize) {
-    let len = segment_layout(page_size, seg).size();
-    // SAFETY: `mem` is a mapping of `len` bytes made by `segment_memory`, unmapped once,
-    // when no reader can use it any more.
-    unsafe { libc::munmap(mem.cast(), len) };
-}
-
-#[cfg(not(target_os = "linux"))]
-fn segment_memory(page_size: usize, seg: usize, _bind: Option<usize>) -> Option<*mut u8> {
-    // SAFETY: the layout has a non-zero size (page_size >= 512).
-    let mem = unsafe { alloc_zeroed(segment_layout(page_size, seg)) };
-    (!mem.is_null()).then_some(mem)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn free_segment_memory(mem: *mut u8, page_size: usize, seg: usize) {
-    // SAFETY: allocated with this layout by `segment_memory`, freed once.
-    unsafe { std::alloc::dealloc(mem, segment_layout(page_size, seg)) };
 }

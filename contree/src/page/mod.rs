@@ -26,16 +26,25 @@
 //! the start of each page is never reset, except when the page's memory goes back to the
 //! system, and then `release` keeps the version and renews the word past it on reuse.
 //!
+//! **Placement.** Under `Numa::placement` on several nodes, each segment belongs to the node
+//! of the thread that opened it, bound there (`memory`) on a real topology and labelled in
+//! its directory entry either way; a thread takes pages from its own node's lists first
+//! (`lists`).
+//!
 //! Allocation and free take a mutex: they happen once per split or merge, not per
 //! operation. A new segment's memory is allocated and zeroed outside it.
 
+mod lists;
+pub(crate) mod memory;
 mod release;
 
+use crate::numa::topology::Resolved;
 use crate::sync::seam::{AtomicUsize, Mutex, MutexGuard};
 use crate::sync::{HybridLatch, Restart};
+use lists::FreeList;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A page id. Id 0 is a valid page.
@@ -88,13 +97,13 @@ pub(crate) fn chunk_layout(j: usize) -> Layout {
     Layout::array::<Chunk>(1 << j).expect("chunk layout")
 }
 
-struct FreeList {
-    /// Free pages whose memory is still there, the most recently freed last.
-    free: Vec<PageId>,
-    /// Free pages whose memory went back to the system (`release`), each with the latch
-    /// version its next life must exceed.
-    returned: Vec<(PageId, u64)>,
-    next_fresh: usize,
+/// Where a pool places pages (`Numa::placement`): the topology that names the allocating
+/// thread's node, and whether segments are bound to their nodes (`mbind`, a system topology)
+/// or only labelled (a simulated one).
+#[derive(Clone, Debug)]
+pub(crate) struct Placement {
+    pub(crate) topology: Resolved,
+    pub(crate) bind: bool,
 }
 
 /// A pool of pages shared by the trees that hold an `Arc` of it.
@@ -110,6 +119,12 @@ pub(crate) struct PagePool {
     returned_pages: AtomicUsize,
     /// Whether free pages' memory goes back to the system (`Config::return_memory`).
     return_memory: bool,
+    /// Where pages go, if placed on several nodes.
+    placement: Option<Placement>,
+    /// Under placement, the pages in use on each node.
+    pages_on: Box<[AtomicUsize]>,
+    /// Under placement, pages handed to a thread of another node than theirs.
+    placed_remote: AtomicU64,
     state: Mutex<FreeList>,
 }
 
@@ -154,8 +169,22 @@ pub(crate) fn with_overdraft_pages<R>(n: usize, f: impl FnOnce() -> R) -> R {
 impl PagePool {
     /// A pool of pages of `page_size` bytes that holds at most `max_memory` bytes of pages
     /// and gives free pages' memory back to the system if `return_memory`.
+    #[cfg(test)]
     pub(crate) fn new(page_size: usize, max_memory: usize, return_memory: bool) -> Arc<PagePool> {
+        Self::placed(page_size, max_memory, return_memory, None)
+    }
+
+    /// [`new`](Self::new), placing pages on the nodes of `placement` (if it has several).
+    pub(crate) fn placed(
+        page_size: usize,
+        max_memory: usize,
+        return_memory: bool,
+        placement: Option<Placement>,
+    ) -> Arc<PagePool> {
         let max_pages = (max_memory / page_size).min(MAX_PAGES);
+        let placement = placement.filter(|p| p.topology.nodes() > 1);
+        let nodes = placement.as_ref().map_or(1, |p| p.topology.nodes());
+        let counted = if placement.is_some() { nodes } else { 0 };
         Arc::new(PagePool {
             page_size,
             max_pages,
@@ -164,12 +193,45 @@ impl PagePool {
             free_pages: AtomicUsize::new(0),
             returned_pages: AtomicUsize::new(0),
             return_memory: return_memory && release::supported(page_size),
-            state: Mutex::new(FreeList {
-                free: Vec::new(),
-                returned: Vec::new(),
-                next_fresh: 0,
-            }),
+            placement,
+            pages_on: (0..counted).map(|_| AtomicUsize::new(0)).collect(),
+            placed_remote: AtomicU64::new(0),
+            state: Mutex::new(FreeList::new(nodes)),
         })
+    }
+
+    /// The calling thread's node under placement, else 0.
+    #[inline]
+    fn here(&self) -> usize {
+        self.placement.as_ref().map_or(0, |p| p.topology.node())
+    }
+
+    /// The node page `pid` (handed out at least once) lives on; 0 without placement.
+    fn home(&self, pid: PageId) -> usize {
+        if self.placement.is_none() {
+            return 0;
+        }
+        self.own_directory().node_of(pid).unwrap_or(0)
+    }
+
+    /// Under placement, the pages in use on each node (empty without).
+    pub(crate) fn pages_per_node(&self) -> Vec<usize> {
+        self.pages_on
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Under placement, the pages handed to a thread of another node than theirs.
+    pub(crate) fn pages_placed_remote(&self) -> u64 {
+        self.placed_remote.load(Ordering::Relaxed)
+    }
+
+    /// Stores the list lengths that are read without the mutex.
+    fn count_lists(&self, st: &FreeList) {
+        self.free_pages.store(st.free_len(), Ordering::Relaxed);
+        self.returned_pages
+            .store(st.returned_len(), Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, FreeList> {
@@ -178,11 +240,10 @@ impl PagePool {
 
     /// The latch word of page `pid`, which must have been handed out at least once.
     fn latch(&self, pid: PageId) -> &HybridLatch {
-        let dir = Directory {
-            chunks: NonNull::from(&self.chunks).cast(),
-            page_size: self.page_size,
-        };
-        let ptr = dir.page(pid).expect("a page of a mapped segment");
+        let ptr = self
+            .own_directory()
+            .page(pid)
+            .expect("a page of a mapped segment");
         // SAFETY: `ptr` addresses a page of a segment that stays mapped while the pool lives
         // (as long as `&self`); its first 8 bytes, 8-aligned, are the page's latch word,
         // only ever accessed atomically.
@@ -199,12 +260,9 @@ impl PagePool {
         self.returned_pages.load(Ordering::Relaxed) * self.page_size
     }
 
-    /// The address of the directory, for [`Directory`].
-    fn directory(self: &Arc<Self>) -> Directory {
-        Directory {
-            chunks: NonNull::from(&self.chunks).cast(),
-            page_size: self.page_size,
-        }
+    /// The directory, for use while `&self` lives.
+    fn own_directory(&self) -> Directory {
+        Directory::over(&self.chunks, self.page_size)
     }
 
     /// Page bytes currently held by all trees of the pool.
@@ -223,6 +281,7 @@ impl PagePool {
     /// system, then fresh ones; the latch of a page of the last two kinds is renewed (see
     /// [`HybridLatch::renew`]) before it is handed out.
     pub(crate) fn allocate(&self, n: usize) -> Result<Vec<PageId>, Exhausted> {
+        let here = self.here();
         let mut st = self.lock();
         loop {
             let in_use = self.in_use.load(Ordering::Relaxed);
@@ -236,51 +295,68 @@ impl PagePool {
             // zeroed (128 KiB of 4 KiB pages, tens of microseconds with its page faults)
             // with the mutex released, so that other allocations and frees do not wait for
             // it. Whatever changed meanwhile is looked at again.
-            let Some(first) = self.segment_to_map(&st, n) else {
+            let Some(first) = self.segment_to_map(&mut st, here, n) else {
                 break;
             };
             drop(st);
-            let mem = self.segment_memory(first >> SEGMENT_SHIFT);
+            let mem = self.segment_memory(first >> SEGMENT_SHIFT, here);
             st = self.lock();
             // On failure the mapping is tried again below, under the mutex, which reports it.
-            if mem.is_none_or(|mem| self.install_segment(first, mem).is_err()) {
+            if mem.is_none_or(|mem| self.install_segment(first, mem, here).is_err()) {
                 break;
             }
         }
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
-            if let Some(pid) = st.free.pop() {
-                out.push(pid);
-                continue;
-            }
-            if let Some(pid) = self.take_returned(&mut st) {
-                out.push(pid);
-                continue;
-            }
-            let pid = st.next_fresh;
-            if pid.is_multiple_of(SEGMENT_PAGES) && self.map_segment(pid).is_err() {
-                st.free.append(&mut out);
-                self.free_pages.store(st.free.len(), Ordering::Relaxed);
+            let Some(pid) = self.take_page(&mut st, here) else {
+                for &pid in &out {
+                    st.nodes[self.home(pid)].free.push(pid);
+                }
+                self.count_lists(&st);
                 return Err(Exhausted);
-            }
-            st.next_fresh += 1;
-            // A small segment ends early: the next fresh id starts the next segment.
-            if st.next_fresh % SEGMENT_PAGES == segment_pages(pid >> SEGMENT_SHIFT) {
-                st.next_fresh = st.next_fresh.next_multiple_of(SEGMENT_PAGES);
-            }
-            // A fresh page gets a version above 0 too: a page that is in use never shows
-            // version 0, the version of a zeroed word.
-            if self.latch(pid as PageId).renew(0) {
-                out.push(pid as PageId);
-            } else {
-                st.returned.push((pid as PageId, 0));
+            };
+            out.push(pid);
+        }
+        self.count_lists(&st);
+        self.in_use.fetch_add(n, Ordering::Relaxed);
+        if !self.pages_on.is_empty() {
+            for &pid in &out {
+                self.pages_on[self.home(pid)].fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.free_pages.store(st.free.len(), Ordering::Relaxed);
-        self.returned_pages
-            .store(st.returned.len(), Ordering::Relaxed);
-        self.in_use.fetch_add(n, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// A page for a thread of node `here`, in the order of `lists`; `None` if none can be
+    /// had. Called under the mutex.
+    fn take_page(&self, st: &mut FreeList, here: usize) -> Option<PageId> {
+        if let Some(pid) = st.nodes[here].free.pop() {
+            return Some(pid);
+        }
+        if let Some(pid) = self.take_returned(&mut st.nodes[here].returned) {
+            return Some(pid);
+        }
+        if let Some(pid) = self.take_fresh(st, here, false) {
+            return Some(pid);
+        }
+        if let Some(donor) = st.donor(here) {
+            self.placed_remote.fetch_add(1, Ordering::Relaxed);
+            return st.nodes[donor].free.pop();
+        }
+        if let Some(pid) = self.take_fresh(st, here, true) {
+            return Some(pid);
+        }
+        // No fresh page: any other node's.
+        let other = st.most_free(here).and_then(|o| st.nodes[o].free.pop());
+        let other = other.or_else(|| {
+            (0..st.nodes.len())
+                .filter(|&o| o != here)
+                .find_map(|o| self.take_returned(&mut st.nodes[o].returned))
+        });
+        if other.is_some() {
+            self.placed_remote.fetch_add(1, Ordering::Relaxed);
+        }
+        other
     }
 
     /// Counts `n` pages as in use without handing any out (the side structure's charge
@@ -303,27 +379,57 @@ impl PagePool {
         }
     }
 
-    /// A page whose memory went back to the system, with its latch renewed; one of the last
-    /// few, skipping a page whose latch a thread holding a stale id has taken right now.
-    fn take_returned(&self, st: &mut FreeList) -> Option<PageId> {
-        let n = st.returned.len();
-        let i = (n.saturating_sub(4)..n).rev().find(|&i| {
-            let (pid, floor) = st.returned[i];
-            self.latch(pid).renew(floor)
-        })?;
-        Some(st.returned.swap_remove(i).0)
+    /// A fresh page for node `here`: of its current segment if that has one left and memory
+    /// already, or also (if `open`) of a new segment it takes and maps. Called under the
+    /// mutex.
+    fn take_fresh(&self, st: &mut FreeList, here: usize, open: bool) -> Option<PageId> {
+        loop {
+            let pid = if open {
+                st.fresh_page(here)?
+            } else {
+                st.current_fresh(here)?
+            };
+            if pid.is_multiple_of(SEGMENT_PAGES)
+                && (if open {
+                    self.map_segment(pid, here).is_err()
+                } else {
+                    !self.is_mapped(pid)
+                })
+            {
+                return None;
+            }
+            st.take_fresh(here);
+            // A fresh page gets a version above 0 too: a page that is in use never shows
+            // version 0, the version of a zeroed word.
+            if self.latch(pid as PageId).renew(0) {
+                return Some(pid as PageId);
+            }
+            st.nodes[here].returned.push((pid as PageId, 0));
+        }
     }
 
-    /// The first page of a segment that an allocation of `n` pages will take fresh pages
-    /// from and that has no memory yet, if any (a guess: the allocation maps whatever
-    /// else it needs under the mutex).
-    fn segment_to_map(&self, st: &FreeList, n: usize) -> Option<usize> {
-        let first = st.next_fresh;
-        (n > st.free.len() + st.returned.len()
-            && first.is_multiple_of(SEGMENT_PAGES)
-            && first < MAX_PAGES
-            && !self.is_mapped(first))
-        .then_some(first)
+    /// A page of `returned` (one node's pages whose memory went back to the system), with
+    /// its latch renewed; one of the last few, skipping a page whose latch a thread holding a
+    /// stale id has taken right now.
+    fn take_returned(&self, returned: &mut Vec<(PageId, u64)>) -> Option<PageId> {
+        let n = returned.len();
+        let i = (n.saturating_sub(4)..n).rev().find(|&i| {
+            let (pid, floor) = returned[i];
+            self.latch(pid).renew(floor)
+        })?;
+        Some(returned.swap_remove(i).0)
+    }
+
+    /// The first page of a segment that an allocation of `n` pages by a thread of node
+    /// `here` will take fresh pages from and that has no memory yet, if any (a guess: the
+    /// allocation maps whatever else it needs under the mutex).
+    fn segment_to_map(&self, st: &mut FreeList, here: usize, n: usize) -> Option<usize> {
+        let lists = &st.nodes[here];
+        if n <= lists.free.len() + lists.returned.len() || st.donor(here).is_some() {
+            return None;
+        }
+        let first = st.fresh_page(here)?;
+        (first.is_multiple_of(SEGMENT_PAGES) && !self.is_mapped(first)).then_some(first)
     }
 
     /// Whether the segment that starts at page `first` has memory.
@@ -335,23 +441,42 @@ impl PagePool {
         !chunk.is_null() && !unsafe { (*chunk.add(o)).load(Ordering::Acquire) }.is_null()
     }
 
-    /// Zeroed memory for segment `seg` (no lock needed), or `None` if the system refuses.
-    fn segment_memory(&self, seg: usize) -> Option<*mut u8> {
+    /// Whether segments are bound to their nodes (placement on a real topology), and so
+    /// come from [`memory::map`] rather than the allocator.
+    fn binds(&self) -> bool {
+        self.placement.as_ref().is_some_and(|p| p.bind)
+    }
+
+    /// Zeroed memory for segment `seg` of node `node` (no lock needed), or `None` if the
+    /// system refuses.
+    fn segment_memory(&self, seg: usize, node: usize) -> Option<*mut u8> {
+        if self.binds() {
+            return memory::map(self.page_size, seg, Some(node));
+        }
         // SAFETY: the layout has a non-zero size (page_size >= 4096).
         let mem = unsafe { alloc_zeroed(segment_layout(self.page_size, seg)) };
         (!mem.is_null()).then_some(mem)
     }
 
-    /// Publishes `mem` (from [`segment_memory`](Self::segment_memory)) as the segment that
-    /// starts at page `first`, allocating its chunk for the first segment of a chunk; frees
-    /// `mem` if the segment has memory already or the chunk cannot be had. Called under the
-    /// free-list mutex: the only writer of the directory.
-    fn install_segment(&self, first: usize, mem: *mut u8) -> Result<(), Exhausted> {
-        let seg = first >> SEGMENT_SHIFT;
-        let discard = || {
-            // SAFETY: `mem` was allocated with this segment's layout and never published.
+    /// Frees memory that [`segment_memory`](Self::segment_memory) gave for segment `seg`.
+    fn free_segment(&self, mem: *mut u8, seg: usize) {
+        if self.binds() {
+            memory::unmap(mem, self.page_size, seg);
+        } else {
+            // SAFETY: `mem` was allocated with this segment's layout (`segment_memory`),
+            // and the caller frees it once.
             unsafe { dealloc(mem, segment_layout(self.page_size, seg)) };
-        };
+        }
+    }
+
+    /// Publishes `mem` (from [`segment_memory`](Self::segment_memory)) as the segment that
+    /// starts at page `first`, on node `node`, allocating its chunk for the first segment of
+    /// a chunk; frees `mem` if the segment has memory already or the chunk cannot be had.
+    /// Called under the free-list mutex: the only writer of the directory.
+    fn install_segment(&self, first: usize, mem: *mut u8, node: usize) -> Result<(), Exhausted> {
+        let seg = first >> SEGMENT_SHIFT;
+        // `mem` was never published.
+        let discard = || self.free_segment(mem, seg);
         if self.is_mapped(first) {
             discard();
             return Ok(());
@@ -368,16 +493,16 @@ impl PagePool {
             // All-zero bytes are null pointers: the chunk is valid before it is published.
             self.chunks[j].store(chunk, Ordering::Release);
         }
-        let entry = segment_entry(mem, seg, 0);
+        let entry = segment_entry(mem, seg, node);
         // SAFETY: the chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives as long
         // as the pool.
         unsafe { (*chunk.add(o)).store(entry, Ordering::Release) };
         Ok(())
     }
 
-    /// Gives the segment that starts at page `first` memory if it has none yet. Called
-    /// under the free-list mutex.
-    fn map_segment(&self, first: usize) -> Result<(), Exhausted> {
+    /// Gives the segment that starts at page `first` memory on node `node` if it has none
+    /// yet. Called under the free-list mutex.
+    fn map_segment(&self, first: usize, node: usize) -> Result<(), Exhausted> {
         if first >= MAX_PAGES {
             return Err(Exhausted);
         }
@@ -385,9 +510,9 @@ impl PagePool {
             return Ok(());
         }
         let mem = self
-            .segment_memory(first >> SEGMENT_SHIFT)
+            .segment_memory(first >> SEGMENT_SHIFT, node)
             .ok_or(Exhausted)?;
-        self.install_segment(first, mem)
+        self.install_segment(first, mem, node)
     }
 
     /// Returns a page for reuse by any tree of the pool. The caller holds its exclusive latch
@@ -400,8 +525,16 @@ impl PagePool {
     /// Returns pages for reuse at once (one lock), as [`free`](Self::free) does.
     pub(crate) fn free_many(&self, ids: &[PageId]) {
         let mut st = self.lock();
-        st.free.extend_from_slice(ids);
-        self.free_pages.store(st.free.len(), Ordering::Relaxed);
+        if self.placement.is_none() {
+            st.nodes[0].free.extend_from_slice(ids);
+        } else {
+            for &pid in ids {
+                let home = self.home(pid);
+                st.nodes[home].free.push(pid);
+                self.pages_on[home].fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.free_pages.store(st.free_len(), Ordering::Relaxed);
         self.in_use.fetch_sub(ids.len(), Ordering::Relaxed);
     }
 }
@@ -409,13 +542,16 @@ impl PagePool {
 impl Drop for PagePool {
     fn drop(&mut self) {
         let page_size = self.page_size;
-        free_directory(&mut self.chunks, |mem, seg| {
+        let mut chunks = std::mem::replace(
+            &mut self.chunks,
+            std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+        );
+        free_directory(&mut chunks, |mem, seg| {
             let layout = segment_layout(page_size, seg);
             // Latches of these pages that were inflated give their slots back first.
             crate::sync::cohort::forget_range(mem.addr(), layout.size());
-            // SAFETY: `mem` was allocated with this segment's layout in `map_segment` and is
-            // freed once, here, when no tree uses the pool any more.
-            unsafe { dealloc(mem, layout) };
+            // Freed once, here, when no tree uses the pool any more.
+            self.free_segment(mem, seg);
         });
     }
 }
@@ -469,7 +605,7 @@ unsafe impl Sync for Directory {}
 impl Directory {
     /// The directory of `pool`; the caller keeps `pool` alive while it uses the result.
     pub(crate) fn of(pool: &Arc<PagePool>) -> Directory {
-        pool.directory()
+        pool.own_directory()
     }
 
     /// The directory over the chunk table `chunks` (of [`CHUNKS`] entries, in the encoding
@@ -638,12 +774,12 @@ mod tests {
         a.allocate(1).unwrap();
         let first = SEGMENT_PAGES;
         assert!(!a.is_mapped(first));
-        let mine = a.segment_memory(1).unwrap();
-        let theirs = a.segment_memory(1).unwrap();
-        a.install_segment(first, theirs).unwrap();
+        let mine = a.segment_memory(1, 0).unwrap();
+        let theirs = a.segment_memory(1, 0).unwrap();
+        a.install_segment(first, theirs, 0).unwrap();
         let page = Directory::of(&a).page(first as PageId).unwrap();
         // Installing a second block for the same segment frees it and changes nothing.
-        a.install_segment(first, mine).unwrap();
+        a.install_segment(first, mine, 0).unwrap();
         assert_eq!(Directory::of(&a).page(first as PageId).unwrap(), page);
         assert_eq!(page as usize, theirs as usize);
         assert_eq!(a.allocate(2).unwrap(), vec![32, 33]);

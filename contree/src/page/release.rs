@@ -78,15 +78,23 @@ impl PagePool {
         if !self.return_memory {
             return 0;
         }
-        let keep = if all { 0 } else { self.reserve() };
         let batch: Vec<PageId> = {
             let mut st = self.lock();
-            if st.free.len() <= keep {
+            // Under placement each node keeps its share of the reserve.
+            let keep = if all {
+                0
+            } else {
+                self.reserve().div_ceil(st.nodes.len())
+            };
+            let mut batch = Vec::new();
+            for lists in &mut st.nodes {
+                let n = lists.free.len().saturating_sub(keep);
+                batch.extend(lists.free.drain(..n));
+            }
+            if batch.is_empty() {
                 return 0;
             }
-            let n = st.free.len() - keep;
-            let batch = st.free.drain(..n).collect();
-            self.free_pages.store(st.free.len(), Ordering::Relaxed);
+            self.free_pages.store(st.free_len(), Ordering::Relaxed);
             batch
         };
         let mut kept = Vec::new();
@@ -117,11 +125,13 @@ impl PagePool {
         }
         let n = returned.len();
         let mut st = self.lock();
-        st.free.extend(kept);
-        st.returned.extend(returned);
-        self.free_pages.store(st.free.len(), Ordering::Relaxed);
-        self.returned_pages
-            .store(st.returned.len(), Ordering::Relaxed);
+        for pid in kept {
+            st.nodes[self.home(pid)].free.push(pid);
+        }
+        for (pid, floor) in returned {
+            st.nodes[self.home(pid)].returned.push((pid, floor));
+        }
+        self.count_lists(&st);
         n
     }
 

@@ -57,6 +57,8 @@ pub(crate) enum Counter {
     NumaInnerReads,
     /// Inner-node pages of the tree those reads read on another node than the reader's.
     NumaRemoteInner,
+    /// Leaf pages those reads and the replica reads read on another node than the reader's.
+    NumaRemoteLeaf,
     /// Point reads that found their leaf through their node's replica.
     ReplicaReads,
     /// Point reads that found their node's replica stale and descended the tree.
@@ -68,7 +70,7 @@ pub(crate) enum Counter {
     NumaCrossHandoffs,
 }
 
-const COUNTERS: usize = 21;
+const COUNTERS: usize = 22;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]
