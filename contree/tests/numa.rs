@@ -581,3 +581,49 @@ fn placement_on_one_node_changes_nothing() {
     );
     assert_eq!(tree.len(), 5_000);
 }
+
+/// Placement keeps memory bounded when one node frees what another needs: node 0 loads and
+/// then removes a range (its pages go to node 0's free list), node 1 loads as much again.
+/// With memory kept (`return_memory` off), node 1 takes node 0's free pages instead of
+/// growing the pool by as much again.
+#[test]
+fn placement_reuses_another_nodes_free_pages_rather_than_growing() {
+    let tree = Tree::with_config(Config {
+        return_memory: false,
+        numa: Numa {
+            placement: true,
+            ..config(2, false).numa
+        },
+        ..config(2, false)
+    })
+    .unwrap();
+    const N: u64 = 20_000;
+    on_node(0, || {
+        for i in 0..N {
+            tree.insert(&key(i), &value(i, 0)).unwrap();
+        }
+    });
+    let loaded = tree.stats();
+    on_node(0, || {
+        for i in 0..N {
+            assert!(tree.remove(&key(i)).is_some());
+        }
+    });
+    on_node(1, || {
+        for i in N..2 * N {
+            tree.insert(&key(i), &value(i, 0)).unwrap();
+        }
+    });
+    let s = tree.stats();
+    assert_eq!(tree.len(), N as usize);
+    assert!(s.numa_pages_placed_remote > 0);
+    let held = |s: &Stats| s.bytes_allocated + s.bytes_free;
+    // At most a segment (32 pages) of node 0's free pages stays unused beside node 1's own.
+    assert!(
+        held(&s) <= held(&loaded) + 48 * 512,
+        "{} bytes held after, {} after the first load",
+        held(&s),
+        held(&loaded)
+    );
+    assert!(s.pages_per_node[0] > 0 && s.pages_per_node[1] > 0);
+}

@@ -2,6 +2,7 @@
 //! node kept consistent lazily (`replica`, over the sparse page copies of `shadow`), the
 //! tree's side of NUMA-aware leaf latches (`cohort`, over `sync::cohort`), and
 //! the switches that turn each part on ([`Numa`], in [`Config::numa`](crate::Config::numa)).
+//! Page placement lives in the page pool (`page::lists`, `page::memory`).
 //!
 //! Everything is off by default: a tree whose NUMA parts are all off (on the system's
 //! topology) holds no NUMA state and its operations take the paths they take without this
@@ -66,7 +67,7 @@ pub struct Numa {
     /// NUMA-aware leaf latches (lock cohorting, `numa-btree.md` §3.3): a leaf latch that
     /// writers keep finding taken is inflated to a cohort latch (`sync::cohort`), whose
     /// waiting writers queue per node; a releasing writer passes the latch to a waiter on
-    /// its own node first, at most 16 times in a row, and shared holders count themselves
+    /// its own node first, at most 64 times in a row, and shared holders count themselves
     /// per node instead of in the latch word. The latch word, the guards and optimistic
     /// reads stay as they are. Counted in
     /// [`Stats::cohort_latches`](crate::Stats::cohort_latches) and the `numa_` handoff
@@ -87,6 +88,36 @@ pub struct Numa {
     /// on one node. Default `false`: it pays where threads keep to their own key ranges (a
     /// partitioned or thread-per-core service) on a machine with several nodes; for uniform
     /// access most pages are remote to most threads either way.
+    ///
+    /// ```
+    /// use contree::{Config, NodeFn, Numa, ThreadMap, Topology, Tree};
+    /// use std::cell::Cell;
+    /// thread_local!(static NODE: Cell<usize> = const { Cell::new(0) });
+    /// let numa = Numa {
+    ///     topology: Topology::Simulated {
+    ///         nodes: 2,
+    ///         threads: ThreadMap::By(NodeFn::new(|| NODE.with(Cell::get))),
+    ///     },
+    ///     placement: true,
+    ///     ..Numa::default()
+    /// };
+    /// let tree = Tree::with_config(Config { numa, ..Config::default() }).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for node in 0..2u32 {
+    ///         let tree = &tree;
+    ///         s.spawn(move || {
+    ///             NODE.with(|n| n.set(node as usize));
+    ///             for i in 0..20_000u32 {
+    ///                 tree.insert(&(node << 24 | i).to_be_bytes(), b"v").unwrap();
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// // Both nodes created pages of their own.
+    /// let per_node = tree.stats().pages_per_node;
+    /// assert_eq!(per_node.len(), 2);
+    /// assert!(per_node.iter().all(|&pages| pages > 10));
+    /// ```
     pub placement: bool,
 }
 

@@ -165,7 +165,7 @@ mod tests {
 
     /// A pool placing pages on `nodes` simulated nodes, a thread's node being what it set
     /// in `NODE` before its first allocation.
-    fn placed_pool(nodes: usize, return_memory: bool) -> Arc<PagePool> {
+    fn placed_pool(nodes: usize, return_memory: bool, bind: bool) -> Arc<PagePool> {
         use crate::numa::{NodeFn, ThreadMap, Topology};
         let topology = Topology::Simulated {
             nodes,
@@ -173,7 +173,7 @@ mod tests {
         };
         let placement = Placement {
             topology: crate::numa::topology::Resolved::new(&topology),
-            bind: false,
+            bind,
         };
         PagePool::placed(4096, usize::MAX, return_memory, Some(placement))
     }
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn each_thread_gets_pages_of_its_node_and_freed_pages_go_home() {
-        let pool = placed_pool(4, true);
+        let pool = placed_pool(4, true, false);
         let dir = Directory::of(&pool);
         let per_node: Vec<Vec<PageId>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..4)
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_node_without_free_pages_takes_another_nodes_plenty_before_a_fresh_segment() {
-        let pool = placed_pool(2, false);
+        let pool = placed_pool(2, false, false);
         let dir = Directory::of(&pool);
         // This thread is node 0 (the default of `NODE`).
         let ids = pool.allocate(3 * SEGMENT_PAGES).unwrap();
@@ -264,5 +264,33 @@ mod tests {
         });
         assert_eq!(pool.pages_placed_remote(), 1);
         assert_eq!(pool.pages_per_node(), vec![1, SEGMENT_PAGES]);
+    }
+
+    /// Segments bound to their nodes come from `memory::map` (here a node the machine may
+    /// not have: binding is best effort) and go back to it when the pool is dropped.
+    #[test]
+    fn bound_segments_are_memory_like_any_other() {
+        let pool = placed_pool(2, true, true);
+        let dir = Directory::of(&pool);
+        let mine = pool.allocate(3 * SEGMENT_PAGES).unwrap();
+        let theirs = std::thread::scope(|s| {
+            s.spawn(|| {
+                NODE.with(|n| n.set(1));
+                pool.allocate(SEGMENT_PAGES + 1).unwrap()
+            })
+            .join()
+            .unwrap()
+        });
+        for &p in mine.iter().chain(&theirs) {
+            let page = dir.page(p).unwrap();
+            // SAFETY: byte 100 of a page of a mapped segment, handed out to this test.
+            unsafe { page.add(100).write(p as u8) };
+            // SAFETY: as above.
+            assert_eq!(unsafe { page.add(100).read() }, p as u8);
+        }
+        assert!(theirs.iter().all(|&p| dir.node_of(p).unwrap() == 1));
+        pool.free_many(&mine);
+        assert!(pool.release(true) > 0);
+        assert_eq!(pool.pages_per_node(), vec![0, SEGMENT_PAGES + 1]);
     }
 }
