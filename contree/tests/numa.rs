@@ -159,13 +159,23 @@ fn a_stale_replica_is_never_trusted_and_is_refreshed_by_readers() {
 }
 
 #[test]
-fn readers_on_four_nodes_beside_splits_and_merges_match_the_oracle() {
-    // 8 threads on 4 simulated nodes: 4 writers (each owning the keys `k % 4 == w`) insert
+fn readers_on_four_nodes_beside_splits_merges_and_xmerges_match_the_oracle() {
+    // 9 threads on 4 simulated nodes: 4 writers (each owning the keys `k % 4 == w`) insert
     // and remove, 4 readers read keys that never change and keys that do (a value read must
-    // be one of that key's), while replicas go stale and are refreshed. Then the tree is
-    // compared with the writers' oracles.
+    // be one of that key's), and a compactor packs nodes with XMerge (`compact`), while
+    // replicas go stale and are refreshed and pages are placed on their creators' nodes.
+    // Then the tree is compared with the writers' oracles.
     const KEYS: u64 = 20_000;
-    let tree = Arc::new(Tree::with_config(config(4, true)).unwrap());
+    let tree = Arc::new(
+        Tree::with_config(Config {
+            numa: Numa {
+                placement: true,
+                ..config(4, true).numa
+            },
+            ..config(4, true)
+        })
+        .unwrap(),
+    );
     for i in 0..KEYS {
         tree.insert(&key(i * 2), &value(i * 2, 0)).unwrap(); // even keys never change
     }
@@ -217,6 +227,19 @@ fn readers_on_four_nodes_beside_splits_and_merges_match_the_oracle() {
             })
         })
         .collect();
+    let compactor = {
+        let (tree, stop) = (Arc::clone(&tree), Arc::clone(&stop));
+        thread::spawn(move || {
+            on_node(3, || {
+                let mut freed = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    freed += tree.compact();
+                    thread::sleep(std::time::Duration::from_millis(20));
+                }
+                freed
+            })
+        })
+    };
     let mut oracle = BTreeMap::new();
     for w in writers {
         oracle.extend(w.join().unwrap());
@@ -225,6 +248,8 @@ fn readers_on_four_nodes_beside_splits_and_merges_match_the_oracle() {
     for r in readers {
         r.join().unwrap();
     }
+    assert!(compactor.join().unwrap() > 0, "no XMerge ran beside the readers");
+    assert!(tree.stats().xmerges > 0);
     tree.check_invariants().unwrap();
     for i in 0..KEYS {
         oracle.insert(i * 2, 0);
