@@ -170,8 +170,12 @@ pub struct Stats {
     /// Replicas: bytes of page copies, all nodes together (each node's is at most
     /// [`Numa::replica_budget`](crate::Numa::replica_budget)).
     pub replica_bytes: usize,
-    /// Replicas: whether some node's replica outgrew its budget and is no longer used.
+    /// Replicas: whether some node's replica outgrew its budget and is no longer used (its
+    /// copies of the tree's current inner nodes alone would not fit).
     pub replica_over_budget: bool,
+    /// Replicas: copies dropped because their pages were no longer inner nodes of the tree
+    /// (their memory goes back to the system where the system page divides the page).
+    pub replica_copies_dropped: u64,
     /// NUMA (any part on): exclusive acquisitions of a leaf latch by a writer on another
     /// thread than the latch's last holder, on the same node as that holder.
     pub numa_same_node_handoffs: u64,

@@ -248,7 +248,10 @@ fn readers_on_four_nodes_beside_splits_merges_and_xmerges_match_the_oracle() {
     for r in readers {
         r.join().unwrap();
     }
-    assert!(compactor.join().unwrap() > 0, "no XMerge ran beside the readers");
+    assert!(
+        compactor.join().unwrap() > 0,
+        "no XMerge ran beside the readers"
+    );
     assert!(tree.stats().xmerges > 0);
     tree.check_invariants().unwrap();
     for i in 0..KEYS {
@@ -300,6 +303,83 @@ fn replicas_follow_slices_and_melds_of_a_partitioned_tree() {
     check(&tree);
     let s = tree.stats();
     assert!(s.replica_reads > 0 && s.replica_refreshes >= 4, "{s:?}");
+    tree.check_invariants().unwrap();
+}
+
+/// A replica drops the copies of pages that stopped being inner nodes: when the tree shrinks
+/// (its bytes follow), and when a rebuilt tree's inner nodes would not fit beside the old
+/// copies (the replica stays in use instead of going over its budget for good).
+#[test]
+fn copies_of_pages_no_longer_inner_are_dropped_and_the_budget_holds() {
+    const N: u64 = 200_000;
+    // 4 KiB pages (their memory can go back to the system) and 48-byte keys in scattered
+    // order: thousands of leaves, a few dozen inner pages.
+    let long = |round: u64, i: u64| {
+        let mut k = [round as u8; 48];
+        k[..8].copy_from_slice(&(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ round).to_be_bytes());
+        k
+    };
+    let make = |budget: usize| {
+        let mut c = config(2, true);
+        c.page_size = 4096;
+        c.numa.replica_budget = budget;
+        Tree::with_config(c).unwrap()
+    };
+    let load = |tree: &Tree, round: u64| {
+        for i in 0..N {
+            tree.insert(&long(round, i), b"v").unwrap();
+        }
+    };
+    let read = |tree: &Tree, round: u64| {
+        on_node(1, || {
+            for i in (0..N).step_by(7) {
+                assert_eq!(tree.get(&long(round, i)).as_deref(), Some(&b"v"[..]));
+            }
+        })
+    };
+    // The inner pages of one load, measured on a tree of the same shape.
+    let probe = make(64 << 20);
+    load(&probe, 0);
+    let inner = probe.stats().inner_pages;
+    assert!(inner >= 8, "{inner} inner pages");
+    let budget = inner * 4096 * 3 / 2;
+    let tree = make(budget);
+    load(&tree, 0);
+    read(&tree, 0);
+    let s = tree.stats();
+    assert_eq!(s.replica_bytes, inner * 4096);
+    // The tree shrinks to a few keys: the next refresh drops the copies of merged pages.
+    for i in 0..N - 10 {
+        assert!(tree.remove(&long(0, i)).is_some());
+    }
+    on_node(1, || {
+        for i in N - 10..N {
+            assert!(tree.get(&long(0, i)).is_some());
+        }
+    });
+    let s = tree.stats();
+    assert!(s.replica_copies_dropped as usize >= inner - 2, "{s:?}");
+    assert!(s.replica_bytes <= 2 * 4096, "{s:?}");
+    // Rebuilt with other keys, whose inner nodes reuse other pages: the old copies would not
+    // fit beside the new ones, and are dropped during the walk.
+    for i in N - 10..N {
+        assert!(tree.remove(&long(0, i)).is_some());
+    }
+    load(&tree, 0);
+    read(&tree, 0);
+    for i in 0..N {
+        assert!(tree.remove(&long(0, i)).is_some());
+    }
+    load(&tree, 1);
+    let before = tree.stats();
+    read(&tree, 1);
+    let s = tree.stats();
+    assert!(!s.replica_over_budget, "{s:?}");
+    assert!(s.replica_bytes <= budget);
+    assert!(
+        s.replica_reads - before.replica_reads > N / 7 - 100,
+        "{s:?}"
+    );
     tree.check_invariants().unwrap();
 }
 

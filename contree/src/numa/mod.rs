@@ -234,7 +234,8 @@ impl TreeCore {
             s.cohort_latches = c.inflated.load(std::sync::atomic::Ordering::Relaxed);
         }
         for replica in &state.replicas {
-            let (refreshes, copied, bytes, over) = replica.counts();
+            let (refreshes, copied, bytes, over, dropped) = replica.counts();
+            s.replica_copies_dropped += dropped;
             s.replica_refreshes += refreshes;
             s.replica_pages_copied += copied;
             s.replica_bytes += bytes;

@@ -30,6 +30,15 @@
 //! the copy at the sequence it started from if the sequence did not move during the walk.
 //! Under a steady stream of splits the walk keeps failing and reads keep falling back: the
 //! replica pays for read-mostly trees only, as the thesis found for replication.
+//!
+//! **Copies that are no longer needed.** A page that stopped being an inner node (merged
+//! away, freed, reused as a leaf) keeps its copy until a walk finds that it did not reach
+//! it: after every published refresh, and before a walk would go over the budget, the
+//! copies the walk has not visited are dropped (their memory goes back to the system where
+//! the system page divides the page, `Shadow::discard`; it reads as zeroes) and a page that
+//! becomes an inner node again is copied afresh. No reader trusts a dropped copy: dropping
+//! happens inside a refresh, which runs only once the tree's sequence moved past the
+//! replica's, so every read that could reach a dropped copy fails step 3.
 
 use super::shadow::Shadow;
 use super::topology::{system_nodes, Topology};
@@ -38,7 +47,7 @@ use crate::node::{Node, TABLE_LEVEL};
 use crate::page::PageId;
 use crate::sync::seam::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::sync::{Counter, OptimisticGuard, Restart};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// No copy published yet.
 const NEVER: u64 = u64::MAX;
@@ -68,6 +77,7 @@ pub(crate) struct Replica {
     pages_copied: AtomicU64,
     bytes: AtomicUsize,
     over_budget: AtomicBool,
+    dropped: AtomicU64,
 }
 
 /// The refresher's state, under the replica's mutex.
@@ -75,6 +85,8 @@ pub(crate) struct Replica {
 struct Refresh {
     /// The latch version of each page's original when its copy was written.
     copied: HashMap<PageId, u64>,
+    /// The pages the current (or last) walk reached.
+    seen: HashSet<PageId>,
     /// Inner pages to visit (a walk's stack).
     stack: Vec<PageId>,
     /// A page being copied.
@@ -103,16 +115,18 @@ impl Replica {
             pages_copied: AtomicU64::new(0),
             bytes: AtomicUsize::new(0),
             over_budget: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
         }
     }
 
-    /// `(refreshes, pages copied, bytes of copies, over budget)`.
-    pub(crate) fn counts(&self) -> (u64, u64, usize, bool) {
+    /// `(refreshes, pages copied, bytes of copies, over budget, copies dropped)`.
+    pub(crate) fn counts(&self) -> (u64, u64, usize, bool, u64) {
         (
             self.refreshes.load(Ordering::Relaxed),
             self.pages_copied.load(Ordering::Relaxed),
             self.bytes.load(Ordering::Relaxed),
             self.over_budget.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed),
         )
     }
 
@@ -225,7 +239,28 @@ impl Replica {
         self.seq.store(s, Ordering::Release);
         self.stale.store(0, Ordering::Relaxed);
         self.refreshes.fetch_add(1, Ordering::Relaxed);
+        // The published copies are all among those seen; the others are unreachable.
+        if st.copied.len() > st.seen.len() {
+            self.drop_unseen(st);
+        }
         true
+    }
+
+    /// Drops the copies of pages the current walk has not reached (see the module doc).
+    fn drop_unseen(&self, st: &mut Refresh) {
+        let Refresh { copied, seen, .. } = st;
+        let before = copied.len();
+        copied.retain(|pid, _| {
+            let keep = seen.contains(pid);
+            if !keep {
+                self.shadow.discard(*pid);
+            }
+            keep
+        });
+        self.dropped
+            .fetch_add((before - copied.len()) as u64, Ordering::Relaxed);
+        self.bytes
+            .store(copied.len() * self.page_size, Ordering::Relaxed);
     }
 
     /// Copies every inner node whose original changed since its copy was made, from the
@@ -239,12 +274,14 @@ impl Replica {
         let level = node.level();
         guard.validate()?;
         meta.validate()?;
+        st.seen.clear();
         if level == 0 {
             return Ok(root as u64 | ROOT_IS_LEAF);
         }
         st.stack.clear();
         st.stack.push(root);
         while let Some(pid) = st.stack.pop() {
+            st.seen.insert(pid);
             let (node, latch) = core.page(pid)?;
             let guard = latch.optimistic();
             let level = node.level();
@@ -282,9 +319,15 @@ impl Replica {
     /// Writes `st.buf` as the copy of `pid`, recorded at `version`.
     fn write(&self, st: &mut Refresh, pid: PageId, version: u64) -> Result<(), Restart> {
         let fresh = !st.copied.contains_key(&pid);
-        if fresh && (st.copied.len() + 1) * self.page_size > self.budget {
-            self.over_budget.store(true, Ordering::Relaxed);
-            return Err(Restart);
+        let over = |st: &Refresh| (st.copied.len() + 1) * self.page_size > self.budget;
+        if fresh && over(st) {
+            // Copies of pages this walk has not reached yet may still be needed: they are
+            // copied again when reached.
+            self.drop_unseen(st);
+            if over(st) {
+                self.over_budget.store(true, Ordering::Relaxed);
+                return Err(Restart);
+            }
         }
         if !self.shadow.write(pid, &st.buf) {
             return Err(Restart);

@@ -85,6 +85,24 @@ impl Shadow {
         true
     }
 
+    /// Gives back the memory of the copy of `pid` where the system page divides the page
+    /// (elsewhere it is kept); it then reads as zeroes, its latch word too, until written
+    /// again. Only the refresher calls it (under the replica's mutex).
+    pub(super) fn discard(&self, pid: PageId) -> bool {
+        if !memory::supported(self.page_size) {
+            return false;
+        }
+        let Ok(ptr) = self.directory().page(pid) else {
+            return false;
+        };
+        // SAFETY: `ptr` is a whole page of a segment from `memory::map` (private anonymous
+        // memory the shadow owns and keeps mapped while it lives), of whole system pages
+        // (`supported`); nothing holds a reference into it: readers read copies through raw
+        // pointers and validate (a zeroed latch word fails every earlier snapshot), and the
+        // refresher, the only writer, is the caller.
+        unsafe { memory::discard(ptr, self.page_size) }
+    }
+
     /// Gives the segment of `pid` memory if it has none; `false` if the system refuses.
     fn map(&self, pid: PageId) -> bool {
         if (pid as usize) >= MAX_PAGES {

@@ -7,8 +7,13 @@
 //! every page of it faults in on that node. Binding is best effort: memory the kernel cannot
 //! bind (no NUMA support, a node it does not have) is still memory. Elsewhere segments come
 //! from the allocator, zeroed, and are not bound.
+//!
+//! It also gives the physical memory of whole pages back to the system without unmapping
+//! them ([`discard`]): the pool's free pages (`release`) and a replica's copies that are no
+//! longer needed.
 
 use super::segment_layout;
+use std::sync::OnceLock;
 
 /// Zeroed memory for segment `seg` of pages of `page_size` bytes, bound to node `bind` if
 /// given; `None` if the system refuses. Freed with [`unmap`].
@@ -56,4 +61,50 @@ pub(crate) fn map(page_size: usize, seg: usize, _bind: Option<usize>) -> Option<
 pub(crate) fn unmap(mem: *mut u8, page_size: usize, seg: usize) {
     // SAFETY: allocated with this layout by `map` (the caller's contract), freed once.
     unsafe { std::alloc::dealloc(mem, segment_layout(page_size, seg)) };
+}
+
+/// Whether [`discard`] can give back the memory of pages of `page_size` bytes here: the
+/// system page divides them (and the pool's page alignment).
+pub(crate) fn supported(page_size: usize) -> bool {
+    system_page().is_some_and(|sys| page_size.is_multiple_of(sys) && super::PAGE_ALIGN >= sys)
+}
+
+#[cfg(target_os = "linux")]
+fn system_page() -> Option<usize> {
+    static PAGE: OnceLock<Option<usize>> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: `sysconf` has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(n).ok().filter(|&n| n > 0)
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn system_page() -> Option<usize> {
+    let _ = OnceLock::<()>::new;
+    None
+}
+
+/// Drops the physical memory of `len` bytes at `addr`; they read as zeroes afterwards and
+/// stay mapped. `false` if the system refused (the bytes are unchanged then).
+///
+/// # Safety
+/// `addr..addr + len` is whole system pages ([`supported`]) of private anonymous memory
+/// that the caller owns and keeps mapped, and no Rust reference covers it (other threads
+/// may read it only through raw pointers, as optimistic readers do, and must cope with
+/// seeing zeroes).
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn discard(addr: *mut u8, len: usize) -> bool {
+    // SAFETY: the caller's contract; MADV_DONTNEED on private anonymous memory only
+    // replaces its contents with zeroes.
+    unsafe { libc::madvise(addr.cast(), len, libc::MADV_DONTNEED) == 0 }
+}
+
+/// Elsewhere memory is kept.
+///
+/// # Safety
+/// None needed; the same contract as on Linux.
+#[cfg(not(target_os = "linux"))]
+pub(crate) unsafe fn discard(_addr: *mut u8, _len: usize) -> bool {
+    false
 }

@@ -192,7 +192,7 @@ impl PagePool {
             in_use: AtomicUsize::new(0),
             free_pages: AtomicUsize::new(0),
             returned_pages: AtomicUsize::new(0),
-            return_memory: return_memory && release::supported(page_size),
+            return_memory: return_memory && memory::supported(page_size),
             placement,
             pages_on: (0..counted).map(|_| AtomicUsize::new(0)).collect(),
             placed_remote: AtomicU64::new(0),

@@ -27,44 +27,9 @@
 //! reserve. Each page given back costs one system call per run of neighbouring pages and, at
 //! its reuse, one page fault.
 
+use super::memory::discard;
 use super::{PageId, PagePool, SEGMENT_SHIFT};
 use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
-
-/// Whether memory can be given back for pages of `page_size` bytes here.
-pub(super) fn supported(page_size: usize) -> bool {
-    system_page().is_some_and(|sys| page_size.is_multiple_of(sys) && super::PAGE_ALIGN >= sys)
-}
-
-#[cfg(target_os = "linux")]
-fn system_page() -> Option<usize> {
-    static PAGE: OnceLock<Option<usize>> = OnceLock::new();
-    *PAGE.get_or_init(|| {
-        // SAFETY: `sysconf` has no preconditions.
-        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        usize::try_from(n).ok().filter(|&n| n > 0)
-    })
-}
-
-#[cfg(not(target_os = "linux"))]
-fn system_page() -> Option<usize> {
-    let _ = OnceLock::<()>::new;
-    None
-}
-
-/// Drops the physical memory of `len` bytes at `addr`; they read as zeroes afterwards.
-#[cfg(target_os = "linux")]
-fn discard(addr: *mut u8, len: usize) -> bool {
-    // SAFETY: the range is whole free pages of one segment, which the pool owns and keeps
-    // mapped; `supported` checked that it is aligned to system pages. MADV_DONTNEED on
-    // private anonymous memory only replaces its contents with zeroes.
-    unsafe { libc::madvise(addr.cast(), len, libc::MADV_DONTNEED) == 0 }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn discard(_addr: *mut u8, _len: usize) -> bool {
-    false
-}
 
 impl PagePool {
     /// The free pages a pool keeps for reuse: a sixteenth of the pages in use, at least 16.
@@ -111,7 +76,11 @@ impl PagePool {
             retired.chunk_by(|a, b| b.0 == a.0 + 1 && b.0 >> SEGMENT_SHIFT == a.0 >> SEGMENT_SHIFT)
         {
             let start = self.latch(run[0].0) as *const _ as *mut u8;
-            if discard(start, run.len() * self.page_size) {
+            // SAFETY: the run is whole free pages of one segment, which the pool owns and
+            // keeps mapped (private anonymous memory from `memory::map` or the allocator's
+            // zeroed pages); `supported` checked they are whole system pages; their latches
+            // are retired, and late readers with stale ids read them only optimistically.
+            if unsafe { discard(start, run.len() * self.page_size) } {
                 for &(pid, floor) in run {
                     self.latch(pid).wake_all();
                     returned.push((pid, floor));
