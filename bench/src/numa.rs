@@ -77,48 +77,28 @@ fn run_row(row: Row, args: &NumaArgs, rep: usize) -> Run {
             .expect("load");
     }
     let before = tree.stats();
-    let stop = AtomicBool::new(false);
-    let start = Barrier::new(args.threads + 1);
-    let (ops, lookups) = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..args.threads)
-            .map(|t| {
-                let (tree, stop, start) = (&tree, &stop, &start);
-                s.spawn(move || {
-                    let mut rng = FastRng::new(args.seed ^ (rep as u64 * 1000 + t as u64));
-                    let (mut ops, mut lookups) = (0u64, 0u64);
-                    let mut buf = Vec::new();
-                    start.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..64 {
-                            let i = rng.below(args.records);
-                            if args.writes > 0.0 && rng.next_f64() < args.writes {
-                                // A new key just above record `i`.
-                                let k = (i * (u64::MAX / args.records) + 1 + rng.below(1 << 20))
-                                    .to_be_bytes();
-                                tree.insert(&k, &[0; 8]).expect("insert");
-                            } else {
-                                tree.get_into(&key(i, args.records), &mut buf);
-                                lookups += 1;
-                            }
-                            ops += 1;
-                        }
-                    }
-                    (ops, lookups)
-                })
-            })
-            .collect();
-        start.wait();
-        let t0 = Instant::now();
-        std::thread::sleep(Duration::from_secs_f64(args.seconds));
-        stop.store(true, Ordering::Relaxed);
-        let (mut ops, mut lookups) = (0, 0);
-        for w in workers {
-            let (o, l) = w.join().expect("worker");
-            ops += o;
-            lookups += l;
+    let (secs, counts) = for_seconds(args.threads, args.seconds, |t, stop| {
+        let mut rng = FastRng::new(args.seed ^ (rep as u64 * 1000 + t as u64));
+        let (mut ops, mut lookups) = (0u64, 0u64);
+        let mut buf = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..64 {
+                let i = rng.below(args.records);
+                if args.writes > 0.0 && rng.next_f64() < args.writes {
+                    // A new key just above record `i`.
+                    let k = (i * (u64::MAX / args.records) + 1 + rng.below(1 << 20)).to_be_bytes();
+                    tree.insert(&k, &[0; 8]).expect("insert");
+                } else {
+                    tree.get_into(&key(i, args.records), &mut buf);
+                    lookups += 1;
+                }
+                ops += 1;
+            }
         }
-        (ops as f64 / t0.elapsed().as_secs_f64(), lookups)
+        (ops, lookups)
     });
+    let ops = counts.iter().map(|c| c.0).sum::<u64>() as f64 / secs;
+    let lookups = counts.iter().map(|c| c.1).sum();
     let mut stats = tree.stats();
     stats.numa_reads -= before.numa_reads;
     stats.numa_inner_reads -= before.numa_inner_reads;
@@ -231,6 +211,38 @@ pub fn run(args: &NumaArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs `work(t, stop)` on `threads` threads that start together (after a barrier) and go on
+/// until `stop` is set, `seconds` after the start; the seconds that passed and each thread's
+/// result.
+pub(crate) fn for_seconds<R: Send>(
+    threads: usize,
+    seconds: f64,
+    work: impl Fn(usize, &AtomicBool) -> R + Sync,
+) -> (f64, Vec<R>) {
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (stop, start, work) = (&stop, &start, &work);
+                s.spawn(move || {
+                    start.wait();
+                    work(t, stop)
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        stop.store(true, Ordering::Relaxed);
+        let results = workers
+            .into_iter()
+            .map(|w| w.join().expect("worker"))
+            .collect();
+        (t0.elapsed().as_secs_f64(), results)
+    })
+}
+
 /// Runs every row `reps` times, interleaved in a rotating order, printing each run's
 /// `describe` to stderr; the runs of each row.
 pub(crate) fn interleaved<T: Copy, R>(
@@ -275,33 +287,19 @@ fn run_latch_row(cohort: bool, args: &NumaArgs) -> LatchRun {
         tree.insert(&i.to_be_bytes(), &[0; 8]).expect("load");
     }
     let hot = args.records / 2;
-    let stop = AtomicBool::new(false);
-    let start = Barrier::new(args.threads + 1);
-    let (ops_per_s, ops) = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..args.threads)
-            .map(|t| {
-                let (tree, stop, start) = (&tree, &stop, &start);
-                s.spawn(move || {
-                    let k = (hot + t as u64).to_be_bytes();
-                    let mut ops = 0u64;
-                    start.wait();
-                    while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..64 {
-                            ops += 1;
-                            tree.update_with(&k, |v| v[..8].copy_from_slice(&ops.to_le_bytes()));
-                        }
-                    }
-                    ops
-                })
-            })
-            .collect();
-        start.wait();
-        let t0 = Instant::now();
-        std::thread::sleep(Duration::from_secs_f64(args.seconds));
-        stop.store(true, Ordering::Relaxed);
-        let ops: u64 = workers.into_iter().map(|w| w.join().expect("worker")).sum();
-        (ops as f64 / t0.elapsed().as_secs_f64(), ops)
+    let (secs, counts) = for_seconds(args.threads, args.seconds, |t, stop| {
+        let k = (hot + t as u64).to_be_bytes();
+        let mut ops = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..64 {
+                ops += 1;
+                tree.update_with(&k, |v| v[..8].copy_from_slice(&ops.to_le_bytes()));
+            }
+        }
+        ops
     });
+    let ops: u64 = counts.iter().sum();
+    let ops_per_s = ops as f64 / secs;
     LatchRun {
         ops_per_s,
         ops,

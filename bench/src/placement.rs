@@ -17,9 +17,9 @@ use crate::cli::NumaArgs;
 use crate::generators::rng::FastRng;
 use contree::{Config, NodeFn, Numa, ThreadMap, Topology, Tree};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// One run of a row.
 struct Run {
@@ -96,27 +96,20 @@ fn run_row(row: Row, args: &NumaArgs, rep: usize) -> Run {
         per
     });
     let before = tree.stats();
-    let stop = AtomicBool::new(false);
-    let (read_s, lookups) = std::thread::scope(|s| {
-        let stopper = s.spawn(|| {
-            std::thread::sleep(Duration::from_secs_f64(args.seconds));
-            stop.store(true, Ordering::Relaxed);
-        });
-        let r = timed(args.threads, args.nodes, |t| {
-            let mut rng = FastRng::new(args.seed ^ (rep as u64 * 1000 + t as u64));
-            let mut buf = Vec::new();
-            let mut lookups = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for _ in 0..64 {
-                    tree.get_into(&key(t, rng.below(per)), &mut buf);
-                    lookups += 1;
-                }
+    let (read_s, counts) = crate::numa::for_seconds(args.threads, args.seconds, |t, stop| {
+        NODE.with(|n| n.set(t % args.nodes));
+        let mut rng = FastRng::new(args.seed ^ (rep as u64 * 1000 + t as u64));
+        let mut buf = Vec::new();
+        let mut lookups = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..64 {
+                tree.get_into(&key(t, rng.below(per)), &mut buf);
+                lookups += 1;
             }
-            lookups
-        });
-        stopper.join().expect("stopper");
-        r
+        }
+        lookups
     });
+    let lookups: u64 = counts.iter().sum();
     let stats = tree.stats();
     Run {
         load_per_s: (per * args.threads as u64) as f64 / load_s,

@@ -48,6 +48,13 @@ fn config(nodes: usize, replicas: bool) -> Config {
     }
 }
 
+/// [`config`] with page placement (`Numa::placement`) as given.
+fn placed(nodes: usize, replicas: bool, placement: bool) -> Config {
+    let mut c = config(nodes, replicas);
+    c.numa.placement = placement;
+    c
+}
+
 fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
@@ -166,16 +173,7 @@ fn readers_on_four_nodes_beside_splits_merges_and_xmerges_match_the_oracle() {
     // replicas go stale and are refreshed and pages are placed on their creators' nodes.
     // Then the tree is compared with the writers' oracles.
     const KEYS: u64 = 20_000;
-    let tree = Arc::new(
-        Tree::with_config(Config {
-            numa: Numa {
-                placement: true,
-                ..config(4, true).numa
-            },
-            ..config(4, true)
-        })
-        .unwrap(),
-    );
+    let tree = Arc::new(Tree::with_config(placed(4, true, true)).unwrap());
     for i in 0..KEYS {
         tree.insert(&key(i * 2), &value(i * 2, 0)).unwrap(); // even keys never change
     }
@@ -567,14 +565,7 @@ fn placement_puts_pages_on_their_creators_node_and_keeps_every_write() {
     const PER: u64 = 3_000;
     let mut remote_share = Vec::new();
     for placement in [false, true] {
-        let tree = Tree::with_config(Config {
-            numa: Numa {
-                placement,
-                ..config(4, false).numa
-            },
-            ..config(4, false)
-        })
-        .unwrap();
+        let tree = Tree::with_config(placed(4, false, placement)).unwrap();
         let stop = AtomicBool::new(false);
         let oracles: Vec<BTreeMap<u64, [u8; 16]>> = thread::scope(|s| {
             let scanner = s.spawn(|| {
@@ -667,14 +658,7 @@ fn placement_puts_pages_on_their_creators_node_and_keeps_every_write() {
 /// Placement on one node is the pool without placement: nothing is counted per node.
 #[test]
 fn placement_on_one_node_changes_nothing() {
-    let tree = Tree::with_config(Config {
-        numa: Numa {
-            placement: true,
-            ..config(1, false).numa
-        },
-        ..config(1, false)
-    })
-    .unwrap();
+    let tree = Tree::with_config(placed(1, false, true)).unwrap();
     for i in 0..5_000 {
         tree.insert(&key(i), &value(i, 0)).unwrap();
     }
@@ -695,11 +679,7 @@ fn placement_on_one_node_changes_nothing() {
 fn placement_reuses_another_nodes_free_pages_rather_than_growing() {
     let tree = Tree::with_config(Config {
         return_memory: false,
-        numa: Numa {
-            placement: true,
-            ..config(2, false).numa
-        },
-        ..config(2, false)
+        ..placed(2, false, true)
     })
     .unwrap();
     const N: u64 = 20_000;

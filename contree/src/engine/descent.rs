@@ -473,11 +473,22 @@ impl TreeCore {
         }
         // The leaves' parent: the step to the leaf, peeled out of the loop so that the
         // leaf's prefetch is no branch of its own.
-        let child = node.child(pos)?;
+        self.step_to_leaf(node.child(pos)?, &guard)
+    }
+
+    /// The step from a leaves' parent, read under `parent` (a node of the tree or its copy in
+    /// a replica, `crate::numa`), to its child `child`: the leaf's snapshot, taken before
+    /// `parent` is validated; `Restart` if the parent changed or the child is no leaf.
+    #[inline(always)]
+    pub(crate) fn step_to_leaf(
+        &self,
+        child: PageId,
+        parent: &OptimisticGuard<'_>,
+    ) -> Result<(Node, OptimisticGuard<'_>), Restart> {
         let (leaf, latch) = self.page(child)?;
         leaf.prefetch_head();
         let leaf_guard = latch.optimistic();
-        guard.validate()?;
+        parent.validate()?;
         if leaf.level() != 0 {
             return Err(Restart);
         }

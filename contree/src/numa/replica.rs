@@ -177,13 +177,7 @@ impl Replica {
             let pos = node.point_search::<false>(key, core.directory())?.0;
             let child = node.child(pos)?;
             if level == 1 {
-                let (leaf, latch) = core.page(child)?;
-                leaf.prefetch_head();
-                let leaf_guard = latch.optimistic();
-                guard.validate()?;
-                if leaf.level() != 0 {
-                    return Err(Restart);
-                }
+                let (leaf, leaf_guard) = core.step_to_leaf(child, &guard)?;
                 return Ok((leaf, leaf_guard, inner, child));
             }
             let (next, latch) = self.shadow.page(child)?;
@@ -196,12 +190,7 @@ impl Replica {
             if level == TABLE_LEVEL {
                 // A partition root: any height, or a leaf (its copy is a marker of level 0).
                 if next_level == 0 {
-                    let (leaf, latch) = core.page(child)?;
-                    let leaf_guard = latch.optimistic();
-                    next_guard.validate()?;
-                    if leaf.level() != 0 {
-                        return Err(Restart);
-                    }
+                    let (leaf, leaf_guard) = core.step_to_leaf(child, &next_guard)?;
                     return Ok((leaf, leaf_guard, inner + 1, child));
                 }
             }

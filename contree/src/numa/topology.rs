@@ -152,21 +152,14 @@ impl Resolved {
     }
 }
 
-#[cfg(not(feature = "shuttle"))]
-thread_local! {
+// Under Shuttle, whose threads share one OS thread: one of each per model thread (`seam`).
+crate::sync::seam::model_local! {
     /// This thread's node on the system topology (`usize::MAX`: not asked yet).
     static SYSTEM_NODE: Cell<usize> = const { Cell::new(usize::MAX) };
     /// This thread's round-robin ordinal (`usize::MAX`: none yet).
     static ORDINAL: Cell<usize> = const { Cell::new(usize::MAX) };
     /// The last user function asked on this thread and its answer.
     static BY_FN: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
-}
-// Under Shuttle, whose threads share one OS thread: one of each per model thread.
-#[cfg(feature = "shuttle")]
-shuttle::thread_local! {
-    static SYSTEM_NODE: Cell<usize> = Cell::new(usize::MAX);
-    static ORDINAL: Cell<usize> = Cell::new(usize::MAX);
-    static BY_FN: Cell<(usize, usize)> = Cell::new((0, 0));
 }
 
 /// The next round-robin ordinal.

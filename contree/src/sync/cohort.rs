@@ -180,14 +180,10 @@ static TABLE: [Slot; SLOTS] = [const {
     }
 }; SLOTS];
 
-#[cfg(not(feature = "shuttle"))]
-thread_local! {
+// Per thread of the model under Shuttle (`seam`).
+crate::sync::seam::model_local! {
     /// The lane of the calling thread ([`set_node`]); 0 until set.
     static LANE: Cell<usize> = const { Cell::new(0) };
-}
-#[cfg(feature = "shuttle")]
-shuttle::thread_local! {
-    static LANE: Cell<usize> = Cell::new(0);
 }
 
 /// Records the calling thread's NUMA node (the tree does, before it waits for a latch).

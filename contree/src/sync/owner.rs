@@ -29,14 +29,10 @@
 
 use std::cell::Cell;
 
-#[cfg(not(feature = "shuttle"))]
-thread_local! {
+// Per thread of the model under Shuttle (`seam`).
+crate::sync::seam::model_local! {
     /// 0: not in owner mode; else the address of the one shared latch word.
     static SHARED_WORD: Cell<usize> = const { Cell::new(0) };
-}
-#[cfg(feature = "shuttle")]
-shuttle::thread_local! {
-    static SHARED_WORD: Cell<usize> = Cell::new(0);
 }
 
 /// Whether the calling thread owns the latch word at `addr` (see the module doc).
