@@ -265,9 +265,12 @@ pub struct TpcArgs {
     /// Partitions per worker (uniform boundaries over the key space).
     #[arg(long, default_value_t = 4)]
     pub partitions_per_worker: usize,
-    /// Operations per client batch of the batched row.
+    /// Operations per client batch of the batched rows.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
+    /// Batches each client keeps in flight in the pipelined row (`Client::pipeline`).
+    #[arg(long, default_value_t = 4)]
+    pub depth: usize,
     /// Seconds per run.
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,

@@ -1,6 +1,7 @@
 //! `contree-bench tpc`: the thread-per-core `Executor` against the shared `Tree` on uniform
 //! YCSB-A (50% reads, 50% updates of loaded keys), with client threads that generate their
-//! own operations and submit them in batches (64 by default) or one at a time (the cost of
+//! own operations and submit them in batches (64 by default), one batch at a time or
+//! pipelined (several batches in flight per client), or one request at a time (the cost of
 //! the queue per request). Rows are interleaved over repetitions; with the bench built with
 //! `--features latch-stats` it also counts latch acquisitions per operation (atomic ones,
 //! and owner-mode ones, which are plain stores).
@@ -116,11 +117,15 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
         ),
         (
             format!("tpc batch {}", args.batch),
-            Box::new(|| tpc_row(&exec, args, args.batch, &value)),
+            Box::new(|| tpc_row(&exec, args, args.batch, 1, &value)),
+        ),
+        (
+            format!("tpc {}x{} piped", args.batch, args.depth),
+            Box::new(|| tpc_row(&exec, args, args.batch, args.depth, &value)),
         ),
         (
             "tpc batch 1".to_string(),
-            Box::new(|| tpc_row(&exec, args, 1, &value)),
+            Box::new(|| tpc_row(&exec, args, 1, 1, &value)),
         ),
     ];
     let mut samples: Vec<Vec<Sample>> = rows.iter().map(|_| Vec::new()).collect();
@@ -167,15 +172,36 @@ fn tree_load(tree: &Tree, chunk: &[u64], value: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-fn tpc_row(exec: &Executor, args: &TpcArgs, batch: usize, value: &[u8]) -> Sample {
+/// Clients that submit batches of `batch` operations, `depth` batches in flight each (1:
+/// `Client::execute`, one batch at a time; more: `Client::pipeline`). Operations count
+/// when answered.
+fn tpc_row(exec: &Executor, args: &TpcArgs, batch: usize, depth: usize, value: &[u8]) -> Sample {
     measure(args.clients, args.seconds, |t, stop, done| {
         let mut client = exec.client();
         let mut rng = FastRng::new(args.seed + 100 + t as u64);
         let mut n = 0;
-        while !stop.load(Ordering::Relaxed) {
-            let ops = ycsb_a_batch(&mut rng, batch, value, |rng| key(rng.below(args.records)));
-            execute_all(&mut client, ops);
-            n += batch as u64;
+        let mut next = || ycsb_a_batch(&mut rng, batch, value, |rng| key(rng.below(args.records)));
+        if depth <= 1 {
+            while !stop.load(Ordering::Relaxed) {
+                execute_all(&mut client, next());
+                n += batch as u64;
+            }
+        } else {
+            let mut pipeline = client.pipeline(depth);
+            let mut answered = |answers: Vec<contree::OpResult>| {
+                for r in answers {
+                    r.expect("an executor request");
+                    n += 1;
+                }
+            };
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(answers) = pipeline.submit(next()) {
+                    answered(answers);
+                }
+            }
+            while let Some(answers) = pipeline.wait() {
+                answered(answers);
+            }
         }
         done.fetch_add(n, Ordering::Relaxed);
     })

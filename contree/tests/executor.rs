@@ -99,57 +99,14 @@ fn clients_match_their_oracles_while_partitions_move_slice_and_meld() {
                         let got = client.execute(ops);
                         assert_eq!(got, want, "client {c}, round {round}");
                         if round % 50 == 0 {
-                            // A range over this client's keys, across the partitions.
-                            let all = client
-                                .range(Bound::Unbounded, Bound::Unbounded, usize::MAX)
-                                .unwrap();
-                            let mine: Vec<_> = all
-                                .into_iter()
-                                .filter(|(k, _)| {
-                                    u64::from_be_bytes(k[..8].try_into().unwrap()) % CLIENTS == c
-                                })
-                                .collect();
-                            let want: Vec<_> =
-                                oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                            assert!(mine == want, "client {c}: range differs, round {round}");
+                            range_matches(&mut client, (c, CLIENTS), &oracle, round);
                         }
                     }
                     oracle
                 })
             })
             .collect();
-        let control = s.spawn(|| {
-            let mut rng = StdRng::seed_from_u64(99);
-            let mut changes = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let parts = exec.owners().len();
-                match rng.gen_range(0..4) {
-                    0 | 1 => exec
-                        .move_partition(rng.gen_range(0..parts), rng.gen_range(0..3))
-                        .unwrap(),
-                    2 => match exec.slice(&key(rng.gen_range(0..KEYS * CLIENTS))) {
-                        Ok(())
-                        | Err(Error::BoundaryExists { .. })
-                        | Err(Error::TooManyPartitions { .. }) => {}
-                        Err(e) => panic!("slice: {e}"),
-                    },
-                    _ => {
-                        let bounds = exec.boundaries();
-                        if bounds.len() > 1 {
-                            exec.meld(&bounds[rng.gen_range(0..bounds.len())]).unwrap();
-                        }
-                    }
-                }
-                changes += 1;
-                std::thread::yield_now();
-            }
-            changes
-        });
-        let oracles = clients.into_iter().map(|h| h.join().unwrap()).collect();
-        stop.store(true, Ordering::Relaxed);
-        let changes = control.join().unwrap();
-        assert!(changes > 10, "the partitions changed {changes} times only");
-        oracles
+        join_while_changing(s, &exec, &stop, KEYS * CLIENTS, clients)
     });
     exec.check_invariants().unwrap();
     let stats = exec.stats();
@@ -159,6 +116,175 @@ fn clients_match_their_oracles_while_partitions_move_slice_and_meld() {
     assert_eq!(exec.len(), total);
     let tree = exec.shutdown();
     same_as_oracles(&tree, oracles, "after the run");
+}
+
+/// A range over the keys of client `c` of `clients` (across the partitions) holds what its
+/// oracle holds.
+fn range_matches(
+    client: &mut Client,
+    (c, clients): (u64, u64),
+    oracle: &BTreeMap<Vec<u8>, Vec<u8>>,
+    round: u64,
+) {
+    let all = client
+        .range(Bound::Unbounded, Bound::Unbounded, usize::MAX)
+        .unwrap();
+    let mine: Vec<_> = all
+        .into_iter()
+        .filter(|(k, _)| u64::from_be_bytes(k[..8].try_into().unwrap()) % clients == c)
+        .collect();
+    let want: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert!(mine == want, "client {c}: range differs, round {round}");
+}
+
+/// Changes the partitions (`change_partitions`) until the client threads `clients` end;
+/// returns their oracles. The changes stop before a failed client's panic ends the scope
+/// (which would wait for them forever).
+fn join_while_changing<'s>(
+    s: &'s std::thread::Scope<'s, '_>,
+    exec: &'s Executor,
+    stop: &'s AtomicBool,
+    keys: u64,
+    clients: Vec<std::thread::ScopedJoinHandle<'s, BTreeMap<Vec<u8>, Vec<u8>>>>,
+) -> Vec<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let control = s.spawn(move || change_partitions(exec, stop, keys));
+    let joined: Vec<_> = clients.into_iter().map(|h| h.join()).collect();
+    stop.store(true, Ordering::Relaxed);
+    let oracles = joined.into_iter().map(|r| r.unwrap()).collect();
+    let changes = control.join().unwrap();
+    assert!(changes > 10, "the partitions changed {changes} times only");
+    oracles
+}
+
+/// Until `stop`: moves partitions (also there and straight back), slices and melds them
+/// at random keys below `keys`; returns how many changes it made.
+fn change_partitions(exec: &Executor, stop: &AtomicBool, keys: u64) -> usize {
+    let mut rng = StdRng::seed_from_u64(99);
+    let workers = exec.workers();
+    let mut changes = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let parts = exec.owners().len();
+        match rng.gen_range(0..5) {
+            0 | 1 => exec
+                .move_partition(rng.gen_range(0..parts), rng.gen_range(0..workers))
+                .unwrap(),
+            2 => {
+                // There and back: the old owner gets the partition again at once.
+                let p = rng.gen_range(0..parts);
+                let from = exec.owners()[p];
+                exec.move_partition(p, (from + 1) % workers).unwrap();
+                exec.move_partition(p, from).unwrap();
+            }
+            3 => match exec.slice(&key(rng.gen_range(0..keys))) {
+                Ok(())
+                | Err(Error::BoundaryExists { .. })
+                | Err(Error::TooManyPartitions { .. }) => {}
+                Err(e) => panic!("slice: {e}"),
+            },
+            _ => {
+                let bounds = exec.boundaries();
+                if bounds.len() > 1 {
+                    exec.meld(&bounds[rng.gen_range(0..bounds.len())]).unwrap();
+                }
+            }
+        }
+        changes += 1;
+        std::thread::yield_now();
+    }
+    changes
+}
+
+#[test]
+fn pipelined_clients_keep_per_key_order_while_partitions_move_there_and_back() {
+    const CLIENTS: u64 = 3;
+    const KEYS: u64 = 100;
+    const DEPTH: usize = 4;
+    let exec = executor(3, &[60, 180], 512);
+    let stop = AtomicBool::new(false);
+    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let mut client = exec.client();
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(c + 10);
+                    let mut oracle = BTreeMap::new();
+                    let mut round = 0;
+                    for _ in 0..60 {
+                        // The oracle takes each batch in submission order; the answers
+                        // must come back in that order and match.
+                        let mut wants = std::collections::VecDeque::new();
+                        let mut pipeline = client.pipeline(DEPTH);
+                        let check = |got: Vec<OpResult>,
+                                     wants: &mut std::collections::VecDeque<(
+                            u64,
+                            Vec<OpResult>,
+                        )>| {
+                            let (r, want) = wants.pop_front().expect("a batch in flight");
+                            assert_eq!(got, want, "client {c}, round {r}");
+                        };
+                        for _ in 0..50 {
+                            let len = if round % 5 == 0 { 1 } else { 32 };
+                            let ops = batch(&mut rng, c, CLIENTS, KEYS, len, round);
+                            let want: Vec<OpResult> =
+                                ops.iter().map(|op| expect(&mut oracle, op)).collect();
+                            wants.push_back((round, want));
+                            if let Some(got) = pipeline.submit(ops) {
+                                check(got, &mut wants);
+                            }
+                            assert!(pipeline.in_flight() <= DEPTH);
+                            round += 1;
+                        }
+                        while let Some(got) = pipeline.wait() {
+                            check(got, &mut wants);
+                        }
+                        assert!(wants.is_empty());
+                        drop(pipeline);
+                        range_matches(&mut client, (c, CLIENTS), &oracle, round);
+                    }
+                    oracle
+                })
+            })
+            .collect();
+        join_while_changing(s, &exec, &stop, KEYS * CLIENTS, clients)
+    });
+    let stats = exec.stats();
+    assert!(stats.moves > 0);
+    assert!(
+        stats.moved.iter().sum::<u64>() > 0,
+        "no request was refused: the moves did not meet the pipelines"
+    );
+    let tree = exec.shutdown();
+    same_as_oracles(&tree, oracles, "after the pipelined run");
+}
+
+#[test]
+fn a_dropped_pipeline_carries_out_what_was_submitted() {
+    let exec = executor(2, &[50], 4096);
+    let mut client = exec.client();
+    {
+        let mut pipeline = client.pipeline(3);
+        for i in 0..10u64 {
+            let ops = (0..10)
+                .map(|j| Op::Insert(key(i * 10 + j), b"v".to_vec()))
+                .collect();
+            let answers = pipeline.submit(ops);
+            // The first three go out at once; then each submit waits for the oldest.
+            assert_eq!(
+                answers.map(|a| a.len()),
+                (i >= 3).then_some(10),
+                "batch {i}"
+            );
+        }
+        assert_eq!(pipeline.in_flight(), 3);
+        // An empty batch is a batch, answered in its turn.
+        assert_eq!(pipeline.submit(Vec::new()).map(|a| a.len()), Some(10));
+        assert_eq!(pipeline.wait().map(|a| a.len()), Some(10));
+        assert_eq!(pipeline.in_flight(), 2);
+        // Dropped with two batches in flight.
+    }
+    // The answers of the dropped pipeline are gone: the client's next request gets its own.
+    assert_eq!(client.get(&key(99)).unwrap(), Some(b"v".to_vec()));
+    assert_eq!(exec.len(), 100);
 }
 
 #[test]

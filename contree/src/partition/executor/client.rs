@@ -1,9 +1,10 @@
 //! The client side of the thread-per-core executor: routes requests to the workers that
 //! own their keys, batches them per worker, and waits for the answers.
 
+use super::pipeline::Pipeline;
 use super::routes::{Published, Routes};
 use super::worker::{
-    clip, empty, Action, ActionAnswer, ActionFn, Answer, Batch, KeyValue, Local, Msg, Op, OpResult,
+    clip, empty, Action, ActionAnswer, ActionFn, KeyValue, Local, Msg, Op, OpResult, Part,
     RangeAnswer, RangeScan,
 };
 use crate::error::Error;
@@ -30,10 +31,13 @@ pub(super) struct Hub {
 /// error and panics: the worker would wait for itself. An action uses its
 /// [`Local`] view instead.
 pub struct Client {
-    hub: Arc<Hub>,
+    pub(super) hub: Arc<Hub>,
     routes: Arc<Routes>,
-    tx: Sender<Vec<(usize, Answer)>>,
-    rx: Receiver<Vec<(usize, Answer)>>,
+    /// Where the workers answer this client's batches.
+    pub(super) tx: Sender<Part>,
+    pub(super) rx: Receiver<Part>,
+    /// The number of the next batch.
+    ticket: u64,
 }
 
 impl std::fmt::Debug for Client {
@@ -53,16 +57,35 @@ impl Client {
             routes,
             tx,
             rx,
+            ticket: 0,
         }
     }
 
     /// The routes, refreshed if they changed (one load when they did not).
     #[inline]
     fn routes(&mut self) -> &Routes {
-        if !self.hub.routes.is_current(&self.routes) {
+        if !self.routes_current() {
             self.routes = self.hub.routes.get();
         }
         &self.routes
+    }
+
+    /// [`routes`](Self::routes), shared.
+    pub(super) fn current_routes(&mut self) -> Arc<Routes> {
+        self.routes();
+        Arc::clone(&self.routes)
+    }
+
+    /// Whether the client's copy of the routes is the published one.
+    #[inline]
+    pub(super) fn routes_current(&self) -> bool {
+        self.hub.routes.is_current(&self.routes)
+    }
+
+    /// The number of a new batch.
+    pub(super) fn next_ticket(&mut self) -> u64 {
+        self.ticket += 1;
+        self.ticket
     }
 
     fn not_on_a_worker(what: &str) {
@@ -90,47 +113,18 @@ impl Client {
     /// ```
     pub fn execute(&mut self, ops: Vec<Op>) -> Vec<OpResult> {
         Self::not_on_a_worker("execute");
-        let mut answers: Vec<Option<OpResult>> = (0..ops.len()).map(|_| None).collect();
-        let mut todo: Vec<(usize, Op)> = ops.into_iter().enumerate().collect();
-        let workers = self.hub.queues.len();
-        while !todo.is_empty() {
-            let routes = self.routes();
-            let mut groups: Vec<Vec<(usize, Op)>> = (0..workers).map(|_| Vec::new()).collect();
-            for (i, op) in todo.drain(..) {
-                groups[routes.worker_of(op.key())].push((i, op));
-            }
-            let mut expected = 0;
-            for (w, ops) in groups.into_iter().enumerate() {
-                if ops.is_empty() {
-                    continue;
-                }
-                expected += 1;
-                let batch = Batch {
-                    ops,
-                    reply: self.tx.clone(),
-                };
-                // A stopped worker: the message comes back and its `Drop` refuses it.
-                let _ = self.hub.queues[w].send(Msg::Batch(batch));
-            }
-            for _ in 0..expected {
-                let part = self.rx.recv().expect("the client holds a sender");
-                for (i, answer) in part {
-                    match answer {
-                        Answer::Done(r) => answers[i] = Some(r),
-                        Answer::Moved(op) => todo.push((i, op)),
-                    }
-                }
-            }
-            if !todo.is_empty() {
-                // Moved: in batch order again, once the routes show the new owner.
-                todo.sort_unstable_by_key(|(i, _)| *i);
-                std::thread::yield_now();
-            }
-        }
-        answers
-            .into_iter()
-            .map(|a| a.expect("every operation is answered"))
-            .collect()
+        let mut pipeline = Pipeline::new(self, 1);
+        pipeline.submit(ops);
+        pipeline.wait().expect("the batch just submitted")
+    }
+
+    /// A [`Pipeline`] of up to `depth` batches in flight at once (at least 1): the client
+    /// builds its next batch while the workers carry out the previous ones. Answers come
+    /// back in submission order, and operations on one key take effect in submission
+    /// order, as with [`execute`](Self::execute).
+    pub fn pipeline(&mut self, depth: usize) -> Pipeline<'_> {
+        Self::not_on_a_worker("pipeline");
+        Pipeline::new(self, depth)
     }
 
     /// Carries out one operation (a batch of one).

@@ -35,11 +35,13 @@
 
 mod client;
 mod load;
+mod pipeline;
 mod rebalance;
 mod routes;
 mod worker;
 
 pub use client::Client;
+pub use pipeline::Pipeline;
 pub use rebalance::{RebalanceConfig, Rebalanced};
 pub use worker::{KeyValue, Local, Op, OpResult};
 
@@ -227,7 +229,7 @@ impl Executor {
             let (tree, counters, spans) = (
                 Arc::clone(&tree),
                 Arc::clone(&counters),
-                routes.spans_of(id),
+                (routes.spans_of(id), routes.epoch),
             );
             let handle = std::thread::Builder::new()
                 .name(format!("contree-worker-{id}"))
@@ -462,26 +464,40 @@ impl Control {
         }
         let mut next = current.next();
         next.owners[partition] = to;
-        let (from_spans, to_spans) = (next.spans_of(from), next.spans_of(to));
-        self.hub.routes.set(next);
-        // The old owner lets go after what it has queued; only then the new one takes it.
+        let (from_spans, to_spans, epoch) = (next.spans_of(from), next.spans_of(to), next.epoch);
+        // The old owner lets go after what it has queued; only then the new one takes it,
+        // and only then are the new routes published: a request routed by them reaches the
+        // new owner after its `Own`, so the new owner never refuses a request for being
+        // early (a pipelining client relies on that, see `routes::Owned`). Meanwhile
+        // requests by the old routes reach the old owner, which answers "moved", and
+        // their clients wait for the new routes.
         let (ack, acked) = crossbeam_channel::bounded(1);
         let released = self.hub.queues[from]
             .send(Msg::Own {
                 spans: from_spans,
+                epoch,
                 ack: Some(ack),
             })
             .is_ok()
             && acked.recv().is_ok();
         if !released {
+            // The old owner stopped: requests by the current routes reach its queue, whose
+            // messages refuse themselves.
             return Err(Error::ExecutorStopped);
         }
-        self.hub.queues[to]
+        let taken = self.hub.queues[to]
             .send(Msg::Own {
                 spans: to_spans,
+                epoch,
                 ack: None,
             })
-            .map_err(|_| Error::ExecutorStopped)?;
+            .is_ok();
+        // Published even if the new owner stopped: requests then reach its queue and are
+        // refused, rather than bounce off the old owner forever.
+        self.hub.routes.set(next);
+        if !taken {
+            return Err(Error::ExecutorStopped);
+        }
         self.moves.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }
@@ -517,7 +533,7 @@ impl Control {
             None => (*current).clone(),
         };
         for (id, resume) in resumes.into_iter().enumerate() {
-            let _ = resume.send(routes.spans_of(id));
+            let _ = resume.send((routes.spans_of(id), routes.epoch));
         }
         out
     }

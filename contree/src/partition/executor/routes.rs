@@ -98,17 +98,32 @@ impl Routes {
     }
 }
 
-/// The spans a worker owns, searched by key, and their loads.
+/// The spans a worker owns, searched by key, their loads, and since which routes epoch the
+/// worker has owned each without a break.
+///
+/// The epochs keep a pipelining client's order (`client::Pipeline`): all the batches a
+/// client has in flight were routed by one epoch, and a worker carries out an operation
+/// only if it has owned the key since that epoch or before. An operation it refuses
+/// ("moved") was therefore refused with every later operation of that client on the key
+/// that reached the same worker, even if the key came back to the worker in between (a
+/// move there and back): the client sends them all again, in order.
 #[derive(Default)]
 pub(crate) struct Owned {
     spans: Vec<Span>,
+    since: Vec<u64>,
     loads: Loads,
 }
 
 impl Owned {
-    pub fn new(spans: Vec<Span>) -> Owned {
+    /// The spans a worker owns from routes epoch `epoch` on.
+    pub fn new(spans: Vec<Span>, epoch: u64) -> Owned {
         let loads = Loads::new(spans.len());
-        Owned { spans, loads }
+        let since = vec![epoch; spans.len()];
+        Owned {
+            spans,
+            since,
+            loads,
+        }
     }
 
     /// The owned span holding `key`.
@@ -130,10 +145,71 @@ impl Owned {
         Some(&self.spans[i])
     }
 
-    /// Owns `spans` from now on, keeping the loads of the spans that stay.
-    pub fn rebind(self, spans: Vec<Span>) -> Owned {
+    /// Whether a request for `key` routed by epoch `epoch` is this worker's to carry out:
+    /// the worker owns `key` and has owned it since `epoch` or before (see the type's doc).
+    /// Counts the request in the span's load if so.
+    #[inline]
+    pub fn enter_at(&mut self, key: &[u8], epoch: u64) -> bool {
+        match self.position(key) {
+            Some(i) if self.since[i] <= epoch => {
+                self.loads.get_mut(i).count(key);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Owns `spans` from routes epoch `epoch` on, keeping the loads of the spans that stay.
+    /// A span the worker owned all of before (the same span, a piece of a sliced one, or
+    /// two of its spans melded) keeps the latest epoch of the spans that covered it; any
+    /// other span is owned since `epoch`.
+    pub fn rebind(self, spans: Vec<Span>, epoch: u64) -> Owned {
+        let since = spans
+            .iter()
+            .map(|s| self.held_since(s).unwrap_or(epoch))
+            .collect();
         let loads = self.loads.rebind(&self.spans, &spans);
-        Owned { spans, loads }
+        Owned {
+            spans,
+            since,
+            loads,
+        }
+    }
+
+    /// If the owned spans cover all of `s` (adjacent ones, without a gap), the latest epoch
+    /// since which one of them is owned.
+    fn held_since(&self, s: &Span) -> Option<u64> {
+        // The first owned span that reaches above `s.lower`.
+        let mut i = self.spans.iter().position(|o| match (&o.upper, &s.lower) {
+            (None, _) | (_, None) => true,
+            (Some(u), Some(l)) => u > l,
+        })?;
+        // It must start at or below `s.lower`.
+        let starts_below = match (&self.spans[i].lower, &s.lower) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(ol), Some(l)) => ol <= l,
+        };
+        if !starts_below {
+            return None;
+        }
+        let mut since = self.since[i];
+        loop {
+            let reaches = match (&self.spans[i].upper, &s.upper) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(ou), Some(u)) => ou >= u,
+            };
+            if reaches {
+                return Some(since);
+            }
+            let next = self.spans.get(i + 1)?;
+            if next.lower != self.spans[i].upper {
+                return None;
+            }
+            i += 1;
+            since = since.max(self.since[i]);
+        }
     }
 
     /// The loads of the owned spans since the last report.
@@ -194,11 +270,58 @@ mod tests {
         assert_eq!(r.partition_of(b"m"), 1);
         assert_eq!(r.partition_of(b"z"), 2);
         assert_eq!(r.worker_of(b"z"), 0);
-        let owned = Owned::new(r.spans_of(0));
+        let owned = Owned::new(r.spans_of(0), 0);
         assert!(owned.find(b"f").is_some());
         assert!(owned.find(b"g").is_none());
         assert!(owned.find(b"m").is_none());
         assert!(owned.find(b"n").is_some());
         assert!(r.span(1).contains(b"m") && !r.span(1).contains(b"f"));
+    }
+
+    fn span(lower: Option<&[u8]>, upper: Option<&[u8]>) -> Span {
+        Span {
+            lower: lower.map(<[u8]>::to_vec),
+            upper: upper.map(<[u8]>::to_vec),
+        }
+    }
+
+    #[test]
+    fn ownership_epochs_survive_slices_and_melds_but_not_a_gain() {
+        // Owned since epoch 3: (-inf, f] and (m, +inf).
+        let owned = Owned::new(vec![span(None, Some(b"f")), span(Some(b"m"), None)], 3);
+        // Slices keep the epoch; a melded span that takes in keys the worker did not own
+        // (f, m] is owned since the new epoch, as is a span that came from elsewhere.
+        let mut owned = owned.rebind(
+            vec![
+                span(None, Some(b"c")),
+                span(Some(b"c"), Some(b"f")),
+                span(Some(b"m"), Some(b"t")),
+                span(Some(b"t"), None),
+            ],
+            5,
+        );
+        assert!(owned.enter_at(b"a", 3) && owned.enter_at(b"d", 3));
+        assert!(owned.enter_at(b"n", 3) && owned.enter_at(b"z", 4));
+        assert!(
+            !owned.enter_at(b"a", 2),
+            "routed before the worker owned it"
+        );
+        assert!(!owned.enter_at(b"g", 9), "not owned");
+        let mut owned = owned.rebind(
+            vec![span(None, Some(b"f")), span(Some(b"f"), Some(b"t"))],
+            7,
+        );
+        // (-inf, f] was owned in two pieces since 3; (f, t] gained (f, m] at 7.
+        assert!(owned.enter_at(b"a", 3) && owned.enter_at(b"e", 3));
+        assert!(!owned.enter_at(b"n", 6) && owned.enter_at(b"n", 7));
+        assert!(!owned.enter_at(b"z", 9), "given away");
+        // Given away and taken back (a move there and back): owned since the return.
+        let mut owned = owned.rebind(vec![span(None, Some(b"f"))], 8);
+        owned = owned.rebind(
+            vec![span(None, Some(b"f")), span(Some(b"f"), Some(b"t"))],
+            9,
+        );
+        assert!(owned.enter_at(b"a", 3));
+        assert!(!owned.enter_at(b"n", 8) && owned.enter_at(b"n", 9));
     }
 }

@@ -55,20 +55,33 @@ pub(super) enum Answer {
 
 /// Operations for one worker, tagged with their positions in the client's batch.
 pub(super) struct Batch {
+    /// The client's number of the batch, handed back with the answers.
+    pub ticket: u64,
+    /// The epoch of the routes the client sent them by (see `routes::Owned`).
+    pub epoch: u64,
     pub ops: Vec<(usize, Op)>,
-    pub reply: Sender<Vec<(usize, Answer)>>,
+    pub reply: Sender<Part>,
+}
+
+/// The answers of one worker to its part of a batch.
+pub(super) struct Part {
+    pub ticket: u64,
+    pub answers: Vec<(usize, Answer)>,
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
         // Not carried out (the worker stopped): refused, each of them.
         if !self.ops.is_empty() {
-            let refused = self
+            let answers = self
                 .ops
                 .drain(..)
                 .map(|(i, _)| (i, Answer::Done(Err(Error::ExecutorStopped))))
                 .collect();
-            let _ = self.reply.send(refused);
+            let _ = self.reply.send(Part {
+                ticket: self.ticket,
+                answers,
+            });
         }
     }
 }
@@ -125,16 +138,18 @@ pub(super) enum Msg {
     Batch(Batch),
     Action(Action),
     Range(RangeScan),
-    /// From now on the worker owns `spans`; `ack` is answered once every earlier request
-    /// was carried out (a partition handed over is quiesced).
+    /// From now on (routes epoch `epoch`) the worker owns `spans`; `ack` is answered once
+    /// every earlier request was carried out (a partition handed over is quiesced).
     Own {
         spans: Vec<Span>,
+        epoch: u64,
         ack: Option<Sender<()>>,
     },
-    /// Stop touching the tree: answer `ack`, then wait for the spans owned afterwards.
+    /// Stop touching the tree: answer `ack`, then wait for the spans owned afterwards and
+    /// the routes epoch they belong to.
     Pause {
         ack: Sender<()>,
-        resume: Receiver<Vec<Span>>,
+        resume: Receiver<(Vec<Span>, u64)>,
     },
     /// Answer the load of each owned partition since the last report.
     Report(Sender<Vec<LoadReport>>),
@@ -274,7 +289,7 @@ pub(super) fn run(
     tree: Arc<PartitionedTree>,
     id: usize,
     rx: Receiver<Msg>,
-    spans: Vec<Span>,
+    (spans, epoch): (Vec<Span>, u64),
     counters: Arc<[WorkerCounters]>,
 ) {
     let counters = &counters[id];
@@ -286,7 +301,7 @@ pub(super) fn run(
     // writes before the new owner's).
     let _mode = unsafe { OwnerMode::enter(tree.table_latch_addr()) };
     let tree_ref = tree.as_tree();
-    let mut owned = Owned::new(spans);
+    let mut owned = Owned::new(spans, epoch);
     while let Ok(msg) = rx.recv() {
         counters.messages.fetch_add(1, Ordering::Relaxed);
         match msg {
@@ -298,7 +313,7 @@ pub(super) fn run(
                 let answers = ops
                     .into_iter()
                     .map(|(i, op)| {
-                        if owned.enter(op.key()).is_some() {
+                        if owned.enter_at(op.key(), batch.epoch) {
                             (i, Answer::Done(apply(tree_ref, op)))
                         } else {
                             counters.moved.fetch_add(1, Ordering::Relaxed);
@@ -306,7 +321,10 @@ pub(super) fn run(
                         }
                     })
                     .collect();
-                let _ = batch.reply.send(answers);
+                let _ = batch.reply.send(Part {
+                    ticket: batch.ticket,
+                    answers,
+                });
             }
             Msg::Action(mut action) => {
                 counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -346,16 +364,16 @@ pub(super) fn run(
                 };
                 let _ = reply.send(answer);
             }
-            Msg::Own { spans, ack } => {
-                owned = owned.rebind(spans);
+            Msg::Own { spans, epoch, ack } => {
+                owned = owned.rebind(spans, epoch);
                 if let Some(ack) = ack {
                     let _ = ack.send(());
                 }
             }
             Msg::Pause { ack, resume } => {
                 let _ = ack.send(());
-                if let Ok(spans) = resume.recv() {
-                    owned = owned.rebind(spans);
+                if let Ok((spans, epoch)) = resume.recv() {
+                    owned = owned.rebind(spans, epoch);
                 }
             }
             Msg::Report(reply) => {
