@@ -26,8 +26,37 @@ pub(crate) use std::thread::yield_now;
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::thread_local as model_local;
 
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::thread;
+
 #[cfg(feature = "shuttle")]
 pub(crate) use model::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::thread;
+
+/// The channels of the thread-per-core executor (`partition::executor`): crossbeam's, or
+/// under Shuttle its std-like channels, so that a model runs the executor's workers,
+/// clients and ownership changes under Shuttle's scheduler.
+#[cfg(not(feature = "shuttle"))]
+pub(crate) mod channel {
+    pub(crate) use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
+}
+
+/// Shuttle's channels behind crossbeam's names. The executor's bounded channels carry one
+/// answer each (or none: the rebalancer's stop signal is a drop), so an unbounded channel
+/// stands in for them.
+#[cfg(feature = "shuttle")]
+pub(crate) mod channel {
+    pub(crate) use shuttle::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+
+    pub(crate) fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+        shuttle::sync::mpsc::channel()
+    }
+
+    pub(crate) fn bounded<T>(_cap: usize) -> (Sender<T>, Receiver<T>) {
+        shuttle::sync::mpsc::channel()
+    }
+}
 #[cfg(feature = "shuttle")]
 pub(crate) use shuttle::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(feature = "shuttle")]

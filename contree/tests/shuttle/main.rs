@@ -24,6 +24,7 @@
 //! (`scripts/test.sh` runs it after the workspace tests; a longer run:
 //! `CONTREE_SHUTTLE_ITERATIONS=20000 cargo test ...`).
 
+mod executor;
 mod history;
 
 use contree::{Config, Error, LineMode, Numa, PartitionedTree, ThreadMap, Topology, Tree};
@@ -589,7 +590,11 @@ fn reshape_op(model: &Model, tree: &Subject, keys: &[Vec<u8>], history: &History
 /// Runs `body` under [`iterations`] schedules of the random scheduler and as many of the
 /// PCT scheduler (depth 3), both seeded by [`seed`].
 fn run_schedules(body: impl Fn() + Send + Sync + Clone + 'static) {
-    let n = iterations();
+    run_schedules_n(iterations(), body);
+}
+
+/// [`run_schedules`] with `n` schedules of each scheduler.
+fn run_schedules_n(n: usize, body: impl Fn() + Send + Sync + Clone + 'static) {
     let mut config = shuttle::Config::new();
     config.silence_warnings = true;
     shuttle::Runner::new(RandomScheduler::new_from_seed(seed(), n), config.clone())

@@ -8,7 +8,7 @@ use super::worker::{
     RangeAnswer, RangeScan,
 };
 use crate::error::Error;
-use crossbeam_channel::{Receiver, Sender};
+use crate::sync::seam::channel::{self, Receiver, Sender};
 use std::any::Any;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ impl std::fmt::Debug for Client {
 impl Client {
     pub(super) fn new(hub: Arc<Hub>) -> Client {
         let routes = hub.routes.get();
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = channel::unbounded();
         Client {
             hub,
             routes,
@@ -177,7 +177,7 @@ impl Client {
             Box::new(move |local: &Local<'_>| Box::new(f(local)) as Box<dyn Any + Send>);
         loop {
             let worker = self.routes().worker_of(key);
-            let (reply, answer) = crossbeam_channel::bounded(1);
+            let (reply, answer) = channel::bounded(1);
             let action = Action {
                 key: key.to_vec(),
                 f: Some(f),
@@ -191,7 +191,7 @@ impl Client {
                 Ok(ActionAnswer::Done(Err(panic))) => std::panic::resume_unwind(panic),
                 Ok(ActionAnswer::Moved(back)) => {
                     f = back;
-                    std::thread::yield_now();
+                    crate::sync::seam::yield_now();
                 }
                 Ok(ActionAnswer::Stopped) | Err(_) => return Err(Error::ExecutorStopped),
             }
@@ -248,7 +248,7 @@ impl Client {
             let worker = routes.owners[p];
             let (s, e) = clip(&span, from.as_ref().map(Vec::as_slice), end);
             if !empty(&s, &e) {
-                let (reply, answer) = crossbeam_channel::bounded(1);
+                let (reply, answer) = channel::bounded(1);
                 let scan = RangeScan {
                     span: span.clone(),
                     start: s,
@@ -260,7 +260,7 @@ impl Client {
                 match answer.recv() {
                     Ok(RangeAnswer::Done(entries)) => out.extend(entries),
                     Ok(RangeAnswer::Moved) => {
-                        std::thread::yield_now();
+                        crate::sync::seam::yield_now();
                         continue;
                     }
                     Ok(RangeAnswer::Stopped) | Err(_) => return Err(Error::ExecutorStopped),

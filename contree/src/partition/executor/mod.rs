@@ -49,13 +49,14 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::partition::PartitionedTree;
 use crate::stats::Stats;
+use crate::sync::seam::channel::{self, RecvTimeoutError, Sender};
+use crate::sync::seam::thread::{self, JoinHandle};
+use crate::sync::seam::{Mutex, MutexGuard};
 use client::Hub;
-use crossbeam_channel::{RecvTimeoutError, Sender};
 use rebalance::Step;
 use routes::{Published, Routes};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use worker::{Msg, WorkerCounters};
 
 /// How an [`Executor`] is built.
@@ -224,14 +225,14 @@ impl Executor {
         let mut queues = Vec::with_capacity(config.workers);
         let mut handles = Vec::with_capacity(config.workers);
         for id in 0..config.workers {
-            let (tx, rx) = crossbeam_channel::unbounded();
+            let (tx, rx) = channel::unbounded();
             queues.push(tx);
             let (tree, counters, spans) = (
                 Arc::clone(&tree),
                 Arc::clone(&counters),
                 (routes.spans_of(id), routes.epoch),
             );
-            let handle = std::thread::Builder::new()
+            let handle = thread::Builder::new()
                 .name(format!("contree-worker-{id}"))
                 .spawn(move || worker::run(tree, id, rx, spans, counters))
                 .expect("spawn an executor worker");
@@ -252,9 +253,9 @@ impl Executor {
             table_full: std::sync::atomic::AtomicUsize::new(usize::MAX),
         });
         let rebalancer = config.rebalance.clone().map(|policy| {
-            let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+            let (stop, stopped) = channel::bounded::<()>(0);
             let control = Arc::clone(&control);
-            let handle = std::thread::Builder::new()
+            let handle = thread::Builder::new()
                 .name("contree-rebalancer".into())
                 .spawn(move || {
                     // Dropping `stop` ends the wait at once.
@@ -431,7 +432,7 @@ impl Control {
 
     /// The control lock; panics on a worker (inside an action), which would wait for
     /// itself.
-    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+    fn lock(&self) -> MutexGuard<'_, ()> {
         Self::not_on_a_worker();
         self.lock.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -471,7 +472,7 @@ impl Control {
         // early (a pipelining client relies on that, see `routes::Owned`). Meanwhile
         // requests by the old routes reach the old owner, which answers "moved", and
         // their clients wait for the new routes.
-        let (ack, acked) = crossbeam_channel::bounded(1);
+        let (ack, acked) = channel::bounded(1);
         let released = self.hub.queues[from]
             .send(Msg::Own {
                 spans: from_spans,
@@ -509,8 +510,8 @@ impl Control {
         let _c = self.lock();
         let mut resumes = Vec::with_capacity(self.workers());
         for queue in &self.hub.queues {
-            let (ack, acked) = crossbeam_channel::bounded(1);
-            let (resume, resumed) = crossbeam_channel::bounded(1);
+            let (ack, acked) = channel::bounded(1);
+            let (resume, resumed) = channel::bounded(1);
             if queue
                 .send(Msg::Pause {
                     ack,
@@ -575,7 +576,7 @@ impl Control {
         self.rounds.fetch_add(1, Ordering::Relaxed);
         let mut reports = Vec::new();
         for queue in &self.hub.queues {
-            let (reply, replied) = crossbeam_channel::bounded(1);
+            let (reply, replied) = channel::bounded(1);
             if queue.send(Msg::Report(reply)).is_ok() {
                 reports.extend(replied.recv().unwrap_or_default());
             }

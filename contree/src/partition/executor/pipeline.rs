@@ -209,7 +209,7 @@ impl<'c> Pipeline<'c> {
             }
             // Refused: the routes changed (or are about to be published); send again once
             // they show the new owner, in submission order.
-            std::thread::yield_now();
+            crate::sync::seam::yield_now();
             // One routing for all of them.
             let routes = self.client.current_routes();
             for k in 0..self.pending.len() {

@@ -7,6 +7,7 @@
 //! copy and sends the request again. So a route is never trusted, only used.
 
 use super::load::{LoadReport, Loads};
+use crate::sync::seam::{AtomicU64, Mutex, Ordering};
 use std::cmp::Ordering as CmpOrdering;
 use std::sync::Arc;
 
@@ -220,15 +221,15 @@ impl Owned {
 
 /// The shared copy of the routes, behind a mutex, and its epoch, read without it.
 pub(crate) struct Published {
-    epoch: std::sync::atomic::AtomicU64,
-    routes: std::sync::Mutex<Arc<Routes>>,
+    epoch: AtomicU64,
+    routes: Mutex<Arc<Routes>>,
 }
 
 impl Published {
     pub fn new(routes: Routes) -> Published {
         Published {
-            epoch: std::sync::atomic::AtomicU64::new(routes.epoch),
-            routes: std::sync::Mutex::new(Arc::new(routes)),
+            epoch: AtomicU64::new(routes.epoch),
+            routes: Mutex::new(Arc::new(routes)),
         }
     }
 
@@ -240,7 +241,7 @@ impl Published {
     /// Whether `copy` is still current (one load).
     #[inline]
     pub fn is_current(&self, copy: &Routes) -> bool {
-        self.epoch.load(std::sync::atomic::Ordering::Acquire) == copy.epoch
+        self.epoch.load(Ordering::Acquire) == copy.epoch
     }
 
     /// Publishes `routes`, whose epoch is the next one.
@@ -248,8 +249,7 @@ impl Published {
         let mut current = self.routes.lock().unwrap_or_else(|e| e.into_inner());
         let epoch = routes.epoch;
         *current = Arc::new(routes);
-        self.epoch
-            .store(epoch, std::sync::atomic::Ordering::Release);
+        self.epoch.store(epoch, Ordering::Release);
     }
 }
 
