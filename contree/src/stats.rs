@@ -145,10 +145,10 @@ pub struct Stats {
     /// numa_reads`.
     pub numa_remote_inner_reads: u64,
     /// NUMA: leaf pages those reads (and the replica reads) read on another node than the
-    /// reader's (by the page's node in the pool: with [`Numa::placement`](crate::Numa::placement)
+    /// reader's (by the page's node in the pool: with [`Numa::placement`](crate::Numa#structfield.placement)
     /// off every page counts as node 0's). Per read: `numa_remote_leaf_reads / numa_reads`.
     pub numa_remote_leaf_reads: u64,
-    /// Page placement ([`Numa::placement`](crate::Numa::placement)): the pages in use on each
+    /// Page placement ([`Numa::placement`](crate::Numa#structfield.placement)): the pages in use on each
     /// node, indexed by node (pool-wide: all partitions of a
     /// [`PartitionedTree`](crate::PartitionedTree)); empty when placement is off or the
     /// topology has one node.
