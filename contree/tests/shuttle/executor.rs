@@ -10,7 +10,7 @@
 //! value. Publishing new routes before the new owner has its partition, or a worker that
 //! carries out a batch routed before it took a key back, fails this model.
 
-use contree::{Config, Executor, ExecutorConfig, Op, OpResult};
+use contree::{Executor, ExecutorConfig, Op, OpResult};
 use shuttle::rand::{thread_rng, Rng};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -73,11 +73,7 @@ fn executor_pipelines_keep_each_clients_order_through_moves() {
             Executor::with_config(ExecutorConfig {
                 workers: 2,
                 boundaries: vec![b"m".to_vec()],
-                tree: Config {
-                    page_size: 512,
-                    space_manager: false,
-                    ..Config::default()
-                },
+                tree: super::small_config(),
                 rebalance: None,
             })
             .unwrap(),

@@ -78,7 +78,7 @@ impl Client {
 
     /// Whether the client's copy of the routes is the published one.
     #[inline]
-    pub(super) fn routes_current(&self) -> bool {
+    fn routes_current(&self) -> bool {
         self.hub.routes.is_current(&self.routes)
     }
 

@@ -16,8 +16,8 @@
 //! the old owner the smaller set through its queue and waits for its answer (every request
 //! queued before has then been carried out) before the new owner gets the partition through
 //! its own queue, and publishes the new routes only then (so a request routed by them never
-//! reaches its owner early, which pipelining clients rely on, see [`Pipeline`]); [`slice`](Executor::slice), [`meld`](Executor::meld),
-//! [`compact`](Executor::compact), [`stats`](Executor::stats) and
+//! reaches its owner early, which pipelining clients rely on, see [`Pipeline`]);
+//! [`slice`](Executor::slice), [`meld`](Executor::meld), [`compact`](Executor::compact), [`stats`](Executor::stats) and
 //! [`check_invariants`](Executor::check_invariants) pause every worker through its queue and
 //! run on the caller's thread with ordinary latches. Requests that a worker finds are not its
 //! own (stale routes) go back to the client, which sends them again by the new routes; no
