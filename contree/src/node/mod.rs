@@ -559,6 +559,16 @@ impl Node {
         Ok((s, v, 5, b & STUB_MARK != 0))
     }
 
+    /// The heap bytes of the entry whose length header is at `off` (header, rest of the
+    /// suffix, value or stub), checked to lie inside the page.
+    #[inline(always)]
+    pub(crate) fn heap_len_at(&self, off: usize) -> Result<usize, Restart> {
+        let (suffix_len, value_len, h, _) = self.lens_at(off)?;
+        let len = h + suffix_len.saturating_sub(4) + value_len;
+        self.page.check(off, len)?;
+        Ok(len)
+    }
+
     /// Locates the parts of entry `i`; every offset it returns lies inside the page.
     #[inline]
     pub(crate) fn entry(&self, i: usize) -> Result<EntryLoc, Restart> {

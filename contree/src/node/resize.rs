@@ -1,7 +1,9 @@
 //! Splitting a node at a chosen position and merging two neighbours, with the exact sizes
 //! both would produce (prefixes and fences change, so sizes are computed, not estimated).
 
-use super::{entry_space, node_prefix, node_size, Builder, Fence, Node, NodeMut, Scratch, SLOT};
+use super::{
+    entry_space, node_prefix, node_size, Builder, Fence, Node, NodeMut, Scratch, HEADER, SLOT,
+};
 use crate::sync::Restart;
 
 impl Node {
@@ -101,9 +103,14 @@ impl Node {
         }
         let plen = self.prefix_len();
         let (lower_len, upper_len) = self.fence_lens();
-        let mut left = 0;
+        if HEADER + count * SLOT > self.page_size() {
+            return Err(Restart);
+        }
+        let mut left = left_end * SLOT;
         for i in 0..left_end {
-            left += SLOT + self.entry(i)?.heap_len;
+            // SAFETY: `i < count`, and the slots of all `count` entries end inside the page
+            // (checked above).
+            left += self.heap_len_at(unsafe { self.slot_offset(i) })?;
         }
         let sep = self.entry(sep_pos)?;
         let all = count * SLOT + self.entry_heap_bytes();
