@@ -83,30 +83,17 @@ fn clients_match_their_oracles_while_partitions_move_slice_and_meld() {
     const CLIENTS: u64 = 3;
     const KEYS: u64 = 3000;
     let exec = executor(3, &[2000, 5000], 512);
-    let stop = AtomicBool::new(false);
-    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
-        let clients: Vec<_> = (0..CLIENTS)
-            .map(|c| {
-                let mut client = exec.client();
-                s.spawn(move || {
-                    let mut rng = StdRng::seed_from_u64(c);
-                    let mut oracle = BTreeMap::new();
-                    for round in 0..1500 {
-                        let len = if round % 3 == 0 { 1 } else { 64 };
-                        let ops = batch(&mut rng, c, CLIENTS, KEYS, len, round);
-                        let want: Vec<OpResult> =
-                            ops.iter().map(|op| expect(&mut oracle, op)).collect();
-                        let got = client.execute(ops);
-                        assert_eq!(got, want, "client {c}, round {round}");
-                        if round % 50 == 0 {
-                            range_matches(&mut client, (c, CLIENTS), &oracle, round);
-                        }
-                    }
-                    oracle
-                })
-            })
-            .collect();
-        join_while_changing(s, &exec, &stop, KEYS * CLIENTS, clients)
+    let oracles = clients_while_changing(&exec, CLIENTS, KEYS, 0, |c, client, rng, oracle| {
+        for round in 0..1500 {
+            let len = if round % 3 == 0 { 1 } else { 64 };
+            let ops = batch(rng, c, CLIENTS, KEYS, len, round);
+            let want: Vec<OpResult> = ops.iter().map(|op| expect(oracle, op)).collect();
+            let got = client.execute(ops);
+            assert_eq!(got, want, "client {c}, round {round}");
+            if round % 50 == 0 {
+                range_matches(client, (c, CLIENTS), oracle, round);
+            }
+        }
     });
     exec.check_invariants().unwrap();
     let stats = exec.stats();
@@ -137,23 +124,43 @@ fn range_matches(
     assert!(mine == want, "client {c}: range differs, round {round}");
 }
 
-/// Changes the partitions (`change_partitions`) until the client threads `clients` end;
-/// returns their oracles. The changes stop before a failed client's panic ends the scope
-/// (which would wait for them forever).
-fn join_while_changing<'s>(
-    s: &'s std::thread::Scope<'s, '_>,
-    exec: &'s Executor,
-    stop: &'s AtomicBool,
+/// What a client's oracle holds: the entries of its keys.
+type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Runs `clients` client threads of `exec` while the partitions change
+/// (`change_partitions`, keys below `keys * clients`): client `c` runs `body(c, client, rng,
+/// oracle)` with a generator seeded `seed + c` and an empty oracle, which it returns. The
+/// partitions stop changing before the clients' results are unwrapped, so a client that
+/// panics fails the test instead of leaving the control loop running.
+fn clients_while_changing(
+    exec: &Executor,
+    clients: u64,
     keys: u64,
-    clients: Vec<std::thread::ScopedJoinHandle<'s, BTreeMap<Vec<u8>, Vec<u8>>>>,
-) -> Vec<BTreeMap<Vec<u8>, Vec<u8>>> {
-    let control = s.spawn(move || change_partitions(exec, stop, keys));
-    let joined: Vec<_> = clients.into_iter().map(|h| h.join()).collect();
-    stop.store(true, Ordering::Relaxed);
-    let oracles = joined.into_iter().map(|r| r.unwrap()).collect();
-    let changes = control.join().unwrap();
-    assert!(changes > 10, "the partitions changed {changes} times only");
-    oracles
+    seed: u64,
+    body: impl Fn(u64, &mut Client, &mut StdRng, &mut Oracle) + Sync,
+) -> Vec<Oracle> {
+    let stop = AtomicBool::new(false);
+    let (stop, body) = (&stop, &body);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let mut client = exec.client();
+                s.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(seed + c);
+                    let mut oracle = BTreeMap::new();
+                    body(c, &mut client, &mut rng, &mut oracle);
+                    oracle
+                })
+            })
+            .collect();
+        let control = s.spawn(move || change_partitions(exec, stop, keys * clients));
+        let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        stop.store(true, Ordering::Relaxed);
+        let oracles = joined.into_iter().map(|r| r.unwrap()).collect();
+        let changes = control.join().unwrap();
+        assert!(changes > 10, "the partitions changed {changes} times only");
+        oracles
+    })
 }
 
 /// Until `stop`: moves partitions (also there and straight back), slices and melds them
@@ -200,52 +207,35 @@ fn pipelined_clients_keep_per_key_order_while_partitions_move_there_and_back() {
     const KEYS: u64 = 100;
     const DEPTH: usize = 4;
     let exec = executor(3, &[60, 180], 512);
-    let stop = AtomicBool::new(false);
-    let oracles: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
-        let clients: Vec<_> = (0..CLIENTS)
-            .map(|c| {
-                let mut client = exec.client();
-                s.spawn(move || {
-                    let mut rng = StdRng::seed_from_u64(c + 10);
-                    let mut oracle = BTreeMap::new();
-                    let mut round = 0;
-                    for _ in 0..60 {
-                        // The oracle takes each batch in submission order; the answers
-                        // must come back in that order and match.
-                        let mut wants = std::collections::VecDeque::new();
-                        let mut pipeline = client.pipeline(DEPTH);
-                        let check = |got: Vec<OpResult>,
-                                     wants: &mut std::collections::VecDeque<(
-                            u64,
-                            Vec<OpResult>,
-                        )>| {
-                            let (r, want) = wants.pop_front().expect("a batch in flight");
-                            assert_eq!(got, want, "client {c}, round {r}");
-                        };
-                        for _ in 0..50 {
-                            let len = if round % 5 == 0 { 1 } else { 32 };
-                            let ops = batch(&mut rng, c, CLIENTS, KEYS, len, round);
-                            let want: Vec<OpResult> =
-                                ops.iter().map(|op| expect(&mut oracle, op)).collect();
-                            wants.push_back((round, want));
-                            if let Some(got) = pipeline.submit(ops) {
-                                check(got, &mut wants);
-                            }
-                            assert!(pipeline.in_flight() <= DEPTH);
-                            round += 1;
-                        }
-                        while let Some(got) = pipeline.wait() {
-                            check(got, &mut wants);
-                        }
-                        assert!(wants.is_empty());
-                        drop(pipeline);
-                        range_matches(&mut client, (c, CLIENTS), &oracle, round);
-                    }
-                    oracle
-                })
-            })
-            .collect();
-        join_while_changing(s, &exec, &stop, KEYS * CLIENTS, clients)
+    let oracles = clients_while_changing(&exec, CLIENTS, KEYS, 10, |c, client, rng, oracle| {
+        let mut round = 0;
+        for _ in 0..60 {
+            // The oracle takes each batch in submission order; the answers must come back
+            // in that order and match.
+            let mut wants = std::collections::VecDeque::new();
+            let mut pipeline = client.pipeline(DEPTH);
+            let check = |got: Vec<OpResult>, wants: &mut std::collections::VecDeque<_>| {
+                let (r, want): (u64, Vec<OpResult>) = wants.pop_front().expect("a batch in flight");
+                assert_eq!(got, want, "client {c}, round {r}");
+            };
+            for _ in 0..50 {
+                let len = if round % 5 == 0 { 1 } else { 32 };
+                let ops = batch(rng, c, CLIENTS, KEYS, len, round);
+                let want: Vec<OpResult> = ops.iter().map(|op| expect(oracle, op)).collect();
+                wants.push_back((round, want));
+                if let Some(got) = pipeline.submit(ops) {
+                    check(got, &mut wants);
+                }
+                assert!(pipeline.in_flight() <= DEPTH);
+                round += 1;
+            }
+            while let Some(got) = pipeline.wait() {
+                check(got, &mut wants);
+            }
+            assert!(wants.is_empty());
+            drop(pipeline);
+            range_matches(client, (c, CLIENTS), oracle, round);
+        }
     });
     let stats = exec.stats();
     assert!(stats.moves > 0);

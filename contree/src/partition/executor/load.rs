@@ -100,16 +100,9 @@ impl Loads {
 mod tests {
     use super::*;
 
-    fn span(lower: Option<&[u8]>, upper: Option<&[u8]>) -> Span {
-        Span {
-            lower: lower.map(<[u8]>::to_vec),
-            upper: upper.map(<[u8]>::to_vec),
-        }
-    }
-
     #[test]
     fn counts_samples_and_carries_over_spans_that_stay() {
-        let old = vec![span(None, Some(b"f")), span(Some(b"m"), None)];
+        let old = vec![Span::of(None, Some(b"f")), Span::of(Some(b"m"), None)];
         let mut loads = Loads::new(2);
         for i in 0..1000u32 {
             loads.get_mut(0).count(&i.to_be_bytes());
@@ -124,7 +117,7 @@ mod tests {
         assert!(!loads.loads[0]
             .samples
             .contains(&7u32.to_be_bytes().to_vec()));
-        let new = vec![span(Some(b"m"), None), span(Some(b"f"), Some(b"m"))];
+        let new = vec![Span::of(Some(b"m"), None), Span::of(Some(b"f"), Some(b"m"))];
         let mut loads = loads.rebind(&old, &new);
         let report = loads.report(&new);
         assert_eq!(report[0].load.requests, 1);

@@ -20,6 +20,15 @@ pub(crate) struct Span {
 }
 
 impl Span {
+    /// The span between `lower` and `upper` (a test's shorthand).
+    #[cfg(test)]
+    pub(crate) fn of(lower: Option<&[u8]>, upper: Option<&[u8]>) -> Span {
+        Span {
+            lower: lower.map(<[u8]>::to_vec),
+            upper: upper.map(<[u8]>::to_vec),
+        }
+    }
+
     /// Whether `key` lies in the span.
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
@@ -278,25 +287,21 @@ mod tests {
         assert!(r.span(1).contains(b"m") && !r.span(1).contains(b"f"));
     }
 
-    fn span(lower: Option<&[u8]>, upper: Option<&[u8]>) -> Span {
-        Span {
-            lower: lower.map(<[u8]>::to_vec),
-            upper: upper.map(<[u8]>::to_vec),
-        }
-    }
-
     #[test]
     fn ownership_epochs_survive_slices_and_melds_but_not_a_gain() {
         // Owned since epoch 3: (-inf, f] and (m, +inf).
-        let owned = Owned::new(vec![span(None, Some(b"f")), span(Some(b"m"), None)], 3);
+        let owned = Owned::new(
+            vec![Span::of(None, Some(b"f")), Span::of(Some(b"m"), None)],
+            3,
+        );
         // Slices keep the epoch; a melded span that takes in keys the worker did not own
         // (f, m] is owned since the new epoch, as is a span that came from elsewhere.
         let mut owned = owned.rebind(
             vec![
-                span(None, Some(b"c")),
-                span(Some(b"c"), Some(b"f")),
-                span(Some(b"m"), Some(b"t")),
-                span(Some(b"t"), None),
+                Span::of(None, Some(b"c")),
+                Span::of(Some(b"c"), Some(b"f")),
+                Span::of(Some(b"m"), Some(b"t")),
+                Span::of(Some(b"t"), None),
             ],
             5,
         );
@@ -308,7 +313,7 @@ mod tests {
         );
         assert!(!owned.enter_at(b"g", 9), "not owned");
         let mut owned = owned.rebind(
-            vec![span(None, Some(b"f")), span(Some(b"f"), Some(b"t"))],
+            vec![Span::of(None, Some(b"f")), Span::of(Some(b"f"), Some(b"t"))],
             7,
         );
         // (-inf, f] was owned in two pieces since 3; (f, t] gained (f, m] at 7.
@@ -316,9 +321,9 @@ mod tests {
         assert!(!owned.enter_at(b"n", 6) && owned.enter_at(b"n", 7));
         assert!(!owned.enter_at(b"z", 9), "given away");
         // Given away and taken back (a move there and back): owned since the return.
-        let mut owned = owned.rebind(vec![span(None, Some(b"f"))], 8);
+        let mut owned = owned.rebind(vec![Span::of(None, Some(b"f"))], 8);
         owned = owned.rebind(
-            vec![span(None, Some(b"f")), span(Some(b"f"), Some(b"t"))],
+            vec![Span::of(None, Some(b"f")), Span::of(Some(b"f"), Some(b"t"))],
             9,
         );
         assert!(owned.enter_at(b"a", 3));
