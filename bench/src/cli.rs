@@ -142,6 +142,10 @@ pub struct YcsbArgs {
     /// Longest scan of ycsb-e (lengths are uniform from 1).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub scan_max: u32,
+    /// Share of reads (0 to 1) that ask for an absent key next to the chosen one (the key
+    /// and a zero byte: in the same leaf).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+    pub miss: f64,
 }
 
 /// seq-insert options.
@@ -432,6 +436,13 @@ fn parse_theta(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "'{s}' is not a zipfian theta strictly between 0 and 1"
         )),
+    }
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("'{s}' is not a share between 0 and 1")),
     }
 }
 

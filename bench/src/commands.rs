@@ -112,7 +112,7 @@ pub struct Job<'a> {
 
 fn ycsb(kind: YcsbKind, a: YcsbArgs) -> (Box<dyn Workload>, RunArgs) {
     let p = params(&a.run, 1_000_000, 8, Some(a.keys));
-    let w = Ycsb::new(kind, p, a.distribution, a.theta, a.scan_max as usize);
+    let w = Ycsb::new(kind, p, a.distribution, a.theta, a.scan_max as usize).with_miss(a.miss);
     (Box::new(w), a.run)
 }
 

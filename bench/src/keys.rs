@@ -119,6 +119,20 @@ impl KeyBuf {
         Self::new(KeyKind::Int, id)
     }
 
+    /// A key that no id encodes, next to this one in key order: this key and a zero byte
+    /// (sorted right after it, before the next key), or, for a long key of the longest
+    /// length, this key without its last byte. For reads of absent keys in the leaves the
+    /// present ones live in (`ycsb --miss`).
+    #[inline]
+    pub fn absent_neighbour(mut self) -> Self {
+        match &mut self {
+            KeyBuf::Short { len, .. } if (*len as usize) < 32 => *len += 1,
+            KeyBuf::Long { len, .. } if (*len as usize) < LONG_MAX => *len += 1,
+            KeyBuf::Short { len, .. } | KeyBuf::Long { len, .. } => *len -= 1,
+        }
+        self
+    }
+
     /// The key bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {

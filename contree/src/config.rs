@@ -142,6 +142,14 @@ pub struct Config {
     /// (zipf 0.99) and it adds instructions to every update (`docs/design.md`);
     /// [`LineMode::Auto`] lets a per-leaf detector decide.
     pub line_mode: LineMode,
+    /// Eunomia's conflict-control module (`sync::ccm`) above every leaf in line mode:
+    /// advisory locks by key hash that serialise in-place updates of one key before they
+    /// enter the leaf (waiters park), and mark bits (a Bloom filter of the leaf's keys) that
+    /// answer point reads and updates of absent keys without searching the leaf. It acts only
+    /// on leaves in line mode, so with [`line_mode`](Self::line_mode) `Off` it does nothing.
+    /// Counted in [`Stats::ccm_waits`](crate::Stats::ccm_waits) and
+    /// [`Stats::mark_rejections`](crate::Stats::mark_rejections). Default: both parts on.
+    pub conflict_control: ConflictControl,
     /// Eunomia's two phases for point reads: a read whose leaf phase (the search and copy
     /// in the leaf it descended to) fails its validation because a writer changed that
     /// leaf runs the leaf phase again on the same leaf, without descending again, unless
@@ -182,6 +190,54 @@ pub enum LineMode {
     /// At the first in-place update of a leaf under its latch (tests, and the ablation of
     /// the detector).
     Always,
+}
+
+/// The parts of the conflict-control module above leaves in line mode
+/// ([`Config::conflict_control`]); each can be switched off alone (the ablation of
+/// `docs/design.md`).
+///
+/// ```
+/// use contree::{Config, ConflictControl, LineMode, Tree};
+/// let config = Config {
+///     line_mode: LineMode::Always,
+///     conflict_control: ConflictControl { key_locks: false, ..ConflictControl::default() },
+///     ..Config::default()
+/// };
+/// let tree = Tree::with_config(config).unwrap();
+/// tree.insert(b"k1", &[0; 8]).unwrap();
+/// tree.update_with(b"k1", |v| v[0] = 1); // under the latch: the leaf switches to line mode
+/// assert_eq!(tree.get(b"k2"), None); // absent: its mark bit is clear, the leaf is not searched
+/// assert_eq!(tree.stats().mark_rejections, 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConflictControl {
+    /// Advisory locks by key hash: an in-place update of a leaf in line mode takes the lock
+    /// of its key's hash (one of 16 per leaf) before it enters the leaf, so that updates of
+    /// one key queue there, parked, instead of on the stretch locks of the leaf's value
+    /// bytes. Default `true`.
+    pub key_locks: bool,
+    /// Mark bits: a 512-bit Bloom filter of the keys of a leaf, built when the leaf switches
+    /// to line mode (no key enters a leaf in line mode without ending it). A point read or
+    /// an update of a key whose bit is clear answers "absent" without searching the leaf.
+    /// Default `true`.
+    pub mark_bits: bool,
+}
+
+impl ConflictControl {
+    /// Both parts off.
+    pub const OFF: ConflictControl = ConflictControl {
+        key_locks: false,
+        mark_bits: false,
+    };
+}
+
+impl Default for ConflictControl {
+    fn default() -> Self {
+        ConflictControl {
+            key_locks: true,
+            mark_bits: true,
+        }
+    }
 }
 
 /// When the tree diverts the appends of a contended leaf to the side structure for hot
@@ -232,6 +288,7 @@ impl Default for Config {
             side_ranges: 4,
             side_merge_entries: 4096,
             line_mode: LineMode::Off,
+            conflict_control: ConflictControl::default(),
             leaf_phase_restarts: true,
             numa: crate::numa::Numa::default(),
         }

@@ -119,6 +119,14 @@ pub struct Stats {
     pub line_updates: u64,
     /// Line mode: such updates that waited for a stretch another updater held.
     pub line_conflicts: u64,
+    /// The conflict-control module
+    /// ([`Config::conflict_control`](crate::Config::conflict_control)): in-place updates in line mode that waited for
+    /// the advisory lock of their key, held by an update of the same key (or of one with
+    /// the same hash).
+    pub ccm_waits: u64,
+    /// The conflict-control module: point reads and updates of a leaf in line mode that its
+    /// mark bits answered "absent" without a search of the leaf.
+    pub mark_rejections: u64,
     /// Groups of siblings XMerge examined (from the space manager, `compact` and the
     /// memory budget).
     pub xmerge_attempts: u64,
@@ -245,6 +253,8 @@ impl Tree {
             line_switches: core.counters.sum(Counter::LineSwitches).max(0) as u64,
             line_updates: core.counters.sum(Counter::LineUpdates).max(0) as u64,
             line_conflicts: core.counters.sum(Counter::LineConflicts).max(0) as u64,
+            ccm_waits: core.counters.sum(Counter::CcmWaits).max(0) as u64,
+            mark_rejections: core.counters.sum(Counter::MarkRejections).max(0) as u64,
             ..Stats::default()
         };
         s.line_exits = s.line_switches.saturating_sub(s.hot_leaves as u64);

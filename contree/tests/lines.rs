@@ -17,6 +17,17 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A tree whose leaves switch to line mode at their first in-place update.
+fn always_tree() -> Arc<Tree> {
+    Arc::new(
+        Tree::with_config(Config {
+            line_mode: LineMode::Always,
+            ..Config::default()
+        })
+        .unwrap(),
+    )
+}
+
 fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
@@ -57,13 +68,7 @@ fn increment(tree: &Tree, k: &[u8]) -> bool {
 #[test]
 fn counters_stay_exact_while_leaves_switch_in_and_out() {
     let _serial = serial();
-    let tree = Arc::new(
-        Tree::with_config(Config {
-            line_mode: LineMode::Always,
-            ..Config::default()
-        })
-        .unwrap(),
-    );
+    let tree = always_tree();
     // Counters on even keys, spread over a few leaves; odd keys come and go.
     const COUNTERS: u64 = 400;
     for i in 0..COUNTERS {
@@ -255,4 +260,146 @@ fn panics_reentry_and_large_values_in_line_mode() {
     assert!(increment(&tree, &key(52)));
     assert!(tree.stats().line_updates > updates);
     tree.check_invariants().unwrap();
+}
+
+/// The mark bits of the conflict-control module (`src/sync/ccm.rs`) never hide a key: while
+/// updaters keep switching leaves into line mode (each switch builds the leaf's filter) and
+/// an inserter adds keys to the same leaves (each insert ends line mode), readers check that
+/// every key whose insert had returned before the read began is found, by each kind of
+/// point read and by `update_with`, and that keys never inserted are not.
+#[test]
+fn mark_bits_never_hide_a_key() {
+    let _serial = serial();
+    let tree = always_tree();
+    const KEYS: u64 = 600;
+    for i in 0..KEYS {
+        tree.insert(&key(2 * i), &counter(0)).unwrap();
+    }
+    // inserted[i]: odd key 2i+1 is in the tree (set after its insert returned).
+    let inserted: Arc<Vec<AtomicBool>> =
+        Arc::new((0..KEYS).map(|_| AtomicBool::new(false)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::new();
+    for t in 0..2u64 {
+        let (tree, stop) = (tree.clone(), stop.clone());
+        handles.push(thread::spawn(move || {
+            let mut x = t + 1;
+            while !stop.load(Ordering::Relaxed) {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                assert!(increment(&tree, &key(2 * ((x >> 33) % KEYS))));
+            }
+        }));
+    }
+    for t in 0..2u64 {
+        let (tree, stop, inserted) = (tree.clone(), stop.clone(), inserted.clone());
+        handles.push(thread::spawn(move || {
+            let mut x = t + 11;
+            let mut buf = Vec::new();
+            let mut checked = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = (x >> 33) % KEYS;
+                let k = key(2 * i + 1);
+                let was = inserted[i as usize].load(Ordering::Acquire);
+                let found = match x % 4 {
+                    0 => tree.get(&k).is_some(),
+                    1 => tree.get_into(&k, &mut buf),
+                    2 => tree.contains_key(&k),
+                    _ => tree.update_with(&k, |_| ()).is_some(),
+                };
+                assert!(
+                    found || !was,
+                    "key {} inserted before the read, not found",
+                    2 * i + 1
+                );
+                // A key never inserted (9 bytes: between two keys of the tree).
+                let mut absent = [0u8; 9];
+                absent[..8].copy_from_slice(&k);
+                assert_eq!(tree.get(&absent), None);
+                checked += 1;
+            }
+            assert!(checked > 0);
+        }));
+    }
+    // Odd keys in a scattered order, one at a time, with pauses for the leaves to switch
+    // back into line mode.
+    for n in 0..KEYS {
+        let i = (n * 389) % KEYS;
+        tree.insert(&key(2 * i + 1), b"odd").unwrap();
+        inserted[i as usize].store(true, Ordering::Release);
+        thread::sleep(Duration::from_micros(100));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.join().unwrap();
+    }
+    let s = tree.stats();
+    assert!(s.mark_rejections > 0, "{s:?}");
+    assert!(s.line_switches > 1 && s.line_exits > 0, "{s:?}");
+    assert!((0..2 * KEYS).all(|k| tree.contains_key(&key(k))));
+    tree.check_invariants().unwrap();
+}
+
+/// The mark bits answer for absent keys without a search (`Stats::mark_rejections`), never
+/// for present ones, and not at all when switched off; the key locks serialise updates of
+/// one key (no lost increment) and can be switched off alone.
+#[test]
+fn conflict_control_parts_switch_alone() {
+    let _serial = serial();
+    for (key_locks, mark_bits) in [(true, true), (false, true), (true, false), (false, false)] {
+        let tree = Arc::new(
+            Tree::with_config(Config {
+                line_mode: LineMode::Always,
+                space_manager: false,
+                conflict_control: contree::ConflictControl {
+                    key_locks,
+                    mark_bits,
+                },
+                ..Config::default()
+            })
+            .unwrap(),
+        );
+        for i in 0..100 {
+            tree.insert(&key(3 * i), &counter(0)).unwrap();
+        }
+        assert!(increment(&tree, &key(0)));
+        assert_eq!(tree.stats().hot_leaves, 1);
+        assert!((0..100).all(|i| tree.contains_key(&key(3 * i))));
+        assert!((0..100).all(|i| tree.get(&key(3 * i + 1)).is_none()));
+        assert!((0..100).all(|i| tree.update_with(&key(3 * i + 2), |_| ()).is_none()));
+        let rejected = tree.stats().mark_rejections;
+        // 100 keys in 512 bits: about 4 in 5 absent keys are rejected.
+        match mark_bits {
+            true => assert!(rejected > 120, "{rejected} of 200 rejected"),
+            false => assert_eq!(rejected, 0),
+        }
+        // Four threads increment four keys.
+        thread::scope(|s| {
+            for t in 0..4u64 {
+                let tree = &tree;
+                s.spawn(move || {
+                    for n in 0..5_000u64 {
+                        assert!(increment(tree, &key(3 * ((n + t) % 4))));
+                    }
+                });
+            }
+        });
+        let total: u64 = (0..4)
+            .map(|i| count_of(&tree.get(&key(3 * i)).unwrap()))
+            .sum();
+        assert_eq!(total, 20_001);
+        let s = tree.stats();
+        assert!(s.line_updates > 0, "{s:?}");
+        if !key_locks {
+            assert_eq!(s.ccm_waits, 0);
+        }
+        assert_eq!(
+            s.hot_leaves, 1,
+            "nothing but in-place updates and reads: {s:?}"
+        );
+    }
 }

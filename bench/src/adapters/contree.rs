@@ -14,7 +14,7 @@
 
 use std::ops::ControlFlow;
 
-use contree::{Config, LineMode, SideStructure, Tree};
+use contree::{Config, ConflictControl, LineMode, SideStructure, Tree};
 
 use super::{Index, Shape};
 
@@ -77,6 +77,46 @@ pub const VARIANTS: &[Variant] = &[
         "contree-lines",
         "contree with every leaf updated in place switched to line mode (line_mode = Always)",
         |shape| build_changed(shape, |c| c.line_mode = LineMode::Always),
+    ),
+    (
+        "contree-lines-noccm",
+        "contree with line mode always on and its conflict-control module off",
+        |shape| {
+            build_changed(shape, |c| {
+                c.line_mode = LineMode::Always;
+                c.conflict_control = ConflictControl::OFF;
+            })
+        },
+    ),
+    (
+        "contree-lines-nolocks",
+        "contree with line mode always on and the advisory key locks off (mark bits on)",
+        |shape| {
+            build_changed(shape, |c| {
+                c.line_mode = LineMode::Always;
+                c.conflict_control.key_locks = false;
+            })
+        },
+    ),
+    (
+        "contree-lines-nomarks",
+        "contree with line mode always on and the mark bits off (key locks on)",
+        |shape| {
+            build_changed(shape, |c| {
+                c.line_mode = LineMode::Always;
+                c.conflict_control.mark_bits = false;
+            })
+        },
+    ),
+    (
+        "contree-autolines-noccm",
+        "contree with line mode switched by its detector and the conflict-control module off",
+        |shape| {
+            build_changed(shape, |c| {
+                c.line_mode = LineMode::Auto;
+                c.conflict_control = ConflictControl::OFF;
+            })
+        },
     ),
     (
         "contree-noleafphase",

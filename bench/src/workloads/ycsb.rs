@@ -154,6 +154,8 @@ pub struct Ycsb {
     scan_max: usize,
     chooser: KeyChooser,
     next_id: AtomicU64,
+    /// Share of reads that ask for an absent key beside the chosen one.
+    miss: f64,
 }
 
 impl Ycsb {
@@ -175,7 +177,15 @@ impl Ycsb {
             theta,
             scan_max: scan_max.max(1),
             chooser,
+            miss: 0.0,
         }
+    }
+
+    /// The workload with a share `miss` (0 to 1) of its reads asking for an absent key
+    /// next to the chosen one, in the same leaf ([`KeyBuf::absent_neighbour`]).
+    pub fn with_miss(mut self, miss: f64) -> Self {
+        self.miss = miss.clamp(0.0, 1.0);
+        self
     }
 }
 
@@ -189,8 +199,12 @@ impl Workload for Ycsb {
             Distribution::Uniform => "uniform".to_string(),
             d => format!("{}({})", d.name(), self.theta),
         };
+        let miss = match self.miss {
+            0.0 => String::new(),
+            m => format!(", {:.0}% of reads absent", m * 100.0),
+        };
         format!(
-            "{dist}, {} keys, {}-byte values, {} records",
+            "{dist}, {} keys, {}-byte values, {} records{miss}",
             self.params.key_kind.name(),
             self.params.value_size,
             self.params.records
@@ -253,7 +267,14 @@ impl Worker for YcsbWorker<'_> {
         match self.mix.choose(self.rng.next_f64()) {
             Op::Read => {
                 let id = self.pick();
-                index.get(KeyBuf::new(kind, id).as_bytes(), &mut self.out);
+                let key = KeyBuf::new(kind, id);
+                // No draw without misses: the runs stay those of earlier results.
+                let miss = self.workload.miss;
+                let key = match miss > 0.0 && self.rng.next_f64() < miss {
+                    true => key.absent_neighbour(),
+                    false => key,
+                };
+                index.get(key.as_bytes(), &mut self.out);
                 1
             }
             Op::Update => {

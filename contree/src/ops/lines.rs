@@ -3,6 +3,7 @@
 
 use crate::engine::TreeCore;
 use crate::node::{Node, NodeMut};
+use crate::sync::ccm::{self, KeyLock};
 use crate::sync::lines::{self, LineLock};
 use crate::sync::reentry::InClosure;
 use crate::sync::{Counter, HybridLatch, OptimisticGuard, Restart};
@@ -27,6 +28,23 @@ impl Tree {
         if core.side.blocks(key) {
             return Ok(None);
         }
+        let entry = lines::find(snapshot.latch() as *const _ as usize).ok_or(Restart)?;
+        // The conflict-control module (`sync::ccm`), before the leaf is entered: the key's
+        // advisory lock (held to the end), then its mark bit.
+        let control = core.config().conflict_control;
+        let hash = ccm::key_hash(key);
+        let _key_lock = control.key_locks.then(|| {
+            let (lock, waited) = KeyLock::lock(entry, hash);
+            if waited {
+                core.counters.add(Counter::CcmWaits, 1);
+            }
+            lock
+        });
+        if control.mark_bits && ccm::markable(key, node.page_size()) && ccm::absent(entry, hash) {
+            snapshot.validate_keys()?;
+            core.counters.add(Counter::MarkRejections, 1);
+            return Ok(Some(None));
+        }
         let (pos, found) = node.lower_bound(key, core.directory())?;
         if !found {
             snapshot.validate_keys()?;
@@ -37,7 +55,6 @@ impl Tree {
             snapshot.validate()?;
             return Err(Restart);
         }
-        let entry = lines::find(snapshot.latch() as *const _ as usize).ok_or(Restart)?;
         let span = lines::span(e.value_off, e.value_len, node.page_size());
         let (lock, waited) = LineLock::lock(entry, span);
         if waited {
@@ -72,18 +89,27 @@ pub(crate) struct LineRead {
 }
 
 impl LineRead {
-    /// Before the read of slot `pos` (`found`: the key is there) of `leaf`, whose latch is
-    /// `latch`: waits for the in-place updates of its stretches under way and notes their
-    /// versions.
+    /// The leaf phase of a read of `key` in `leaf`, whose latch is `latch`, up to the copy:
+    /// the mark bits (`sync::ccm`) or the search give the key's slot and whether it is there
+    /// (the slot is 0 for a key the mark bits rejected); then the read waits for the
+    /// in-place updates of its value's stretches under way and notes their versions.
     #[cold]
     #[inline(never)]
     pub(crate) fn begin(
+        core: &TreeCore,
         leaf: Node,
         latch: &HybridLatch,
-        pos: usize,
-        found: bool,
-    ) -> Result<LineRead, Restart> {
+        key: &[u8],
+    ) -> Result<(usize, bool, LineRead), Restart> {
         let entry = lines::find(latch as *const _ as usize).ok_or(Restart)?;
+        if core.config().conflict_control.mark_bits
+            && ccm::markable(key, leaf.page_size())
+            && ccm::absent(entry, ccm::key_hash(key))
+        {
+            core.counters.add(Counter::MarkRejections, 1);
+            return Ok((0, false, LineRead { entry, span: None }));
+        }
+        let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
         let span = match found {
             true => {
                 let e = leaf.entry(pos)?;
@@ -92,7 +118,7 @@ impl LineRead {
             }
             false => None,
         };
-        Ok(LineRead { entry, span })
+        Ok((pos, found, LineRead { entry, span }))
     }
 
     /// After the read: the stretches read are unchanged.
@@ -116,10 +142,13 @@ impl TreeCore {
         if !self.policy.lines.after_update(node) {
             return false;
         }
-        let claimed = lines::claim(latch, self.id() as usize).is_some();
-        if claimed {
-            self.counters.add(Counter::LineSwitches, 1);
+        let Some(entry) = lines::claim(latch, self.id() as usize) else {
+            return false;
+        };
+        if self.config().conflict_control.mark_bits {
+            ccm::build(entry, node.node());
         }
-        claimed
+        self.counters.add(Counter::LineSwitches, 1);
+        true
     }
 }

@@ -108,12 +108,18 @@ impl Tree {
     ) -> T {
         let core = &*self.core;
         let mut leaf_phase = |leaf: Node, guard: OptimisticGuard<'_>| {
-            let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
             // A leaf in line mode never validates (`sync::lines`): a read of it checks the
-            // stretch versions of its value instead, and the leaf's keys.
-            let in_lines = match guard.lines() {
-                true => Some(LineRead::begin(leaf, guard.latch(), pos, found)?),
-                false => None,
+            // stretch versions of its value instead, and the leaf's keys; its mark bits may
+            // answer for an absent key (`sync::ccm`).
+            let (pos, found, in_lines) = match guard.lines() {
+                false => {
+                    let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
+                    (pos, found, None)
+                }
+                true => {
+                    let (pos, found, check) = LineRead::begin(core, leaf, guard.latch(), key)?;
+                    (pos, found, Some(check))
+                }
             };
             let out = read(leaf, pos, found)?;
             match in_lines {

@@ -11,6 +11,7 @@
 // `latch_addr`) serve the loom model, which compiles this file on its own
 // (`tests/loom_latch.rs`), and not the tree.
 mod backoff;
+pub(crate) mod ccm;
 pub(crate) mod cohort;
 #[allow(dead_code)]
 pub(crate) mod latch;

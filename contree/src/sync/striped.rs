@@ -43,6 +43,10 @@ pub(crate) enum Counter {
     LineUpdates,
     /// Updates in line mode that waited for a stretch another updater held.
     LineConflicts,
+    /// Updates in line mode that waited for the advisory lock of their key (`sync::ccm`).
+    CcmWaits,
+    /// Reads and updates of a leaf in line mode answered "absent" by its mark bits.
+    MarkRejections,
     /// Latch acquisitions with a read-modify-write (`latch-stats`, process-wide:
     /// `sync::owner`).
     #[cfg_attr(not(feature = "latch-stats"), allow(dead_code))]
@@ -70,7 +74,7 @@ pub(crate) enum Counter {
     NumaCrossHandoffs,
 }
 
-const COUNTERS: usize = 22;
+const COUNTERS: usize = 24;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

@@ -85,6 +85,8 @@ struct Totals {
     side_diverted: AtomicU64,
     line_updates: AtomicU64,
     line_exits: AtomicU64,
+    /// Reads and updates answered "absent" by a leaf's mark bits (`sync::ccm`).
+    mark_rejections: AtomicU64,
     /// Point reads' leaf phases run again on the same leaf (`engine::phases`).
     leaf_restarts: AtomicU64,
     /// Leaf latches inflated to cohort latches (`Numa::cohort`).
@@ -529,6 +531,9 @@ fn execution(model: &Model, totals: &Totals) {
         .fetch_add(s.line_updates, Ordering::Relaxed);
     totals.line_exits.fetch_add(s.line_exits, Ordering::Relaxed);
     totals
+        .mark_rejections
+        .fetch_add(s.mark_rejections, Ordering::Relaxed);
+    totals
         .leaf_restarts
         .fetch_add(s.leaf_restarts, Ordering::Relaxed);
     totals.slices.fetch_add(s.slices, Ordering::Relaxed);
@@ -622,7 +627,7 @@ fn check(model: Model) -> Arc<Totals> {
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
          {} diverted to the side structure, {} updates in line mode, {} line mode exits, \
-         {} leaf phases run again, {} slices, {} melds, {} cohort latches",
+         {} mark-bit rejections, {} leaf phases run again, {} slices, {} melds, {} cohort latches",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -635,6 +640,7 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.side_diverted),
         get(&totals.line_updates),
         get(&totals.line_exits),
+        get(&totals.mark_rejections),
         get(&totals.leaf_restarts),
         get(&totals.slices),
         get(&totals.melds),
@@ -797,7 +803,9 @@ fn leaf_combining() {
 /// them for 2 yields, point reads check the stretches they read, and inserts, removals,
 /// atomic operations, scans and `compact()` end line mode on the way; every result must be
 /// linearizable for its key (an update flips a value's first and last bytes, so a torn read
-/// is a value never written).
+/// is a value never written). The conflict-control module is on: updates take their key's
+/// advisory lock, and the mark bits answer reads and updates of absent keys (a filter that
+/// missed a key would answer "absent" for a key the model holds).
 #[test]
 fn line_mode() {
     let totals = check(Model {
@@ -819,6 +827,7 @@ fn line_mode() {
     });
     assert!(totals.line_updates.load(Ordering::Relaxed) > 0);
     assert!(totals.line_exits.load(Ordering::Relaxed) > 0);
+    assert!(totals.mark_rejections.load(Ordering::Relaxed) > 0);
 }
 
 /// Cohort latches (`Numa::cohort`, `src/sync/cohort.rs`) on a simulated topology of two
