@@ -148,7 +148,8 @@ pub struct Config {
     /// answer point reads and updates of absent keys without searching the leaf. It acts only
     /// on leaves in line mode, so with [`line_mode`](Self::line_mode) `Off` it does nothing.
     /// Counted in [`Stats::ccm_waits`](crate::Stats::ccm_waits) and
-    /// [`Stats::mark_rejections`](crate::Stats::mark_rejections). Default: both parts on.
+    /// [`Stats::mark_rejections`](crate::Stats::mark_rejections). Default: mark bits on, key
+    /// locks off (see [`ConflictControl`]).
     pub conflict_control: ConflictControl,
     /// Eunomia's two phases for point reads: a read whose leaf phase (the search and copy
     /// in the leaf it descended to) fails its validation because a writer changed that
@@ -200,7 +201,7 @@ pub enum LineMode {
 /// use contree::{Config, ConflictControl, LineMode, Tree};
 /// let config = Config {
 ///     line_mode: LineMode::Always,
-///     conflict_control: ConflictControl { key_locks: false, ..ConflictControl::default() },
+///     conflict_control: ConflictControl { key_locks: true, ..ConflictControl::default() },
 ///     ..Config::default()
 /// };
 /// let tree = Tree::with_config(config).unwrap();
@@ -214,7 +215,10 @@ pub struct ConflictControl {
     /// Advisory locks by key hash: an in-place update of a leaf in line mode takes the lock
     /// of its key's hash (one of 16 per leaf) before it enters the leaf, so that updates of
     /// one key queue there, parked, instead of on the stretch locks of the leaf's value
-    /// bytes. Default `true`.
+    /// bytes. Default `false`: on 2 cores (YCSB-A, zipf 0.99) the updates that waited for a
+    /// key lock were ten times the stretch-lock waits they replaced (the lock is held from
+    /// before the search, and keys share its 16 words) and throughput did not move beyond
+    /// noise (`docs/design.md`).
     pub key_locks: bool,
     /// Mark bits: a 512-bit Bloom filter of the keys of a leaf, built when the leaf switches
     /// to line mode (no key enters a leaf in line mode without ending it). A point read or
@@ -234,7 +238,7 @@ impl ConflictControl {
 impl Default for ConflictControl {
     fn default() -> Self {
         ConflictControl {
-            key_locks: true,
+            key_locks: false,
             mark_bits: true,
         }
     }

@@ -89,18 +89,18 @@ pub const VARIANTS: &[Variant] = &[
         },
     ),
     (
-        "contree-lines-nolocks",
-        "contree with line mode always on and the advisory key locks off (mark bits on)",
+        "contree-lines-locks",
+        "contree with line mode always on and the advisory key locks on (conflict_control.key_locks)",
         |shape| {
             build_changed(shape, |c| {
                 c.line_mode = LineMode::Always;
-                c.conflict_control.key_locks = false;
+                c.conflict_control.key_locks = true;
             })
         },
     ),
     (
         "contree-lines-nomarks",
-        "contree with line mode always on and the mark bits off (key locks on)",
+        "contree with line mode always on and the mark bits off (conflict_control.mark_bits)",
         |shape| {
             build_changed(shape, |c| {
                 c.line_mode = LineMode::Always;

@@ -803,14 +803,18 @@ fn leaf_combining() {
 /// them for 2 yields, point reads check the stretches they read, and inserts, removals,
 /// atomic operations, scans and `compact()` end line mode on the way; every result must be
 /// linearizable for its key (an update flips a value's first and last bytes, so a torn read
-/// is a value never written). The conflict-control module is on: updates take their key's
-/// advisory lock, and the mark bits answer reads and updates of absent keys (a filter that
-/// missed a key would answer "absent" for a key the model holds).
+/// is a value never written). Both parts of the conflict-control module are on: updates
+/// take their key's advisory lock, and the mark bits answer reads and updates of absent
+/// keys (a filter that missed a key would answer "absent" for a key the model holds).
 #[test]
 fn line_mode() {
     let totals = check(Model {
         config: Config {
             line_mode: LineMode::Always,
+            conflict_control: contree::ConflictControl {
+                key_locks: true,
+                mark_bits: true,
+            },
             ..small_config()
         },
         keys: 60,
