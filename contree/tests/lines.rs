@@ -17,15 +17,26 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A tree whose leaves switch to line mode at their first in-place update.
-fn always_tree() -> Arc<Tree> {
-    Arc::new(
-        Tree::with_config(Config {
-            line_mode: LineMode::Always,
-            ..Config::default()
-        })
-        .unwrap(),
-    )
+/// A tree whose leaves switch to line mode at their first in-place update, holding
+/// counters of 0 on the even keys `0, 2, .., 2 * (counters - 1)`.
+fn always_tree(counters: u64) -> Arc<Tree> {
+    let tree = Tree::with_config(Config {
+        line_mode: LineMode::Always,
+        ..Config::default()
+    })
+    .unwrap();
+    for i in 0..counters {
+        tree.insert(&key(2 * i), &counter(0)).unwrap();
+    }
+    Arc::new(tree)
+}
+
+/// The next draw of a test thread's linear congruential generator, in its top 31 bits.
+fn draw(x: &mut u64) -> u64 {
+    *x = x
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *x >> 33
 }
 
 fn key(i: u64) -> [u8; 8] {
@@ -68,12 +79,9 @@ fn increment(tree: &Tree, k: &[u8]) -> bool {
 #[test]
 fn counters_stay_exact_while_leaves_switch_in_and_out() {
     let _serial = serial();
-    let tree = always_tree();
     // Counters on even keys, spread over a few leaves; odd keys come and go.
     const COUNTERS: u64 = 400;
-    for i in 0..COUNTERS {
-        tree.insert(&key(2 * i), &counter(0)).unwrap();
-    }
+    let tree = always_tree(COUNTERS);
     const UPDATERS: usize = 4;
     const PER_UPDATER: u64 = 20_000;
     let stop = Arc::new(AtomicBool::new(false));
@@ -86,14 +94,8 @@ fn counters_stay_exact_while_leaves_switch_in_and_out() {
             // Mostly the first 40 counters (a hot leaf or two), a few others.
             let mut x = t * 7919 + 1;
             for n in 0..PER_UPDATER {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let i = if n % 8 == 0 {
-                    (x >> 33) % COUNTERS
-                } else {
-                    (x >> 33) % 40
-                };
+                let r = draw(&mut x);
+                let i = if n % 8 == 0 { r % COUNTERS } else { r % 40 };
                 assert!(increment(&tree, &key(2 * i)));
             }
         }));
@@ -270,11 +272,8 @@ fn panics_reentry_and_large_values_in_line_mode() {
 #[test]
 fn mark_bits_never_hide_a_key() {
     let _serial = serial();
-    let tree = always_tree();
     const KEYS: u64 = 600;
-    for i in 0..KEYS {
-        tree.insert(&key(2 * i), &counter(0)).unwrap();
-    }
+    let tree = always_tree(KEYS);
     // inserted[i]: odd key 2i+1 is in the tree (set after its insert returned).
     let inserted: Arc<Vec<AtomicBool>> =
         Arc::new((0..KEYS).map(|_| AtomicBool::new(false)).collect());
@@ -285,10 +284,7 @@ fn mark_bits_never_hide_a_key() {
         handles.push(thread::spawn(move || {
             let mut x = t + 1;
             while !stop.load(Ordering::Relaxed) {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                assert!(increment(&tree, &key(2 * ((x >> 33) % KEYS))));
+                assert!(increment(&tree, &key(2 * (draw(&mut x) % KEYS))));
             }
         }));
     }
@@ -299,10 +295,7 @@ fn mark_bits_never_hide_a_key() {
             let mut buf = Vec::new();
             let mut checked = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let i = (x >> 33) % KEYS;
+                let i = draw(&mut x) % KEYS;
                 let k = key(2 * i + 1);
                 let was = inserted[i as usize].load(Ordering::Acquire);
                 let found = match x % 4 {

@@ -37,10 +37,10 @@ use crate::sync::seam::{fence, AtomicU32, AtomicU64, Ordering};
 use crate::sync::spin_hint;
 
 /// Bits of an entry's filter.
-pub(crate) const MARK_BITS: usize = 512;
+const MARK_BITS: usize = 512;
 const MARK_WORDS: usize = MARK_BITS / 64;
 /// Advisory lock words per entry.
-pub(crate) const KEY_LOCKS: usize = 16;
+const KEY_LOCKS: usize = 16;
 /// Spins on a held key lock before the waiter parks.
 const LOCK_SPINS: u32 = 32;
 
