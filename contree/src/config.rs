@@ -151,6 +151,20 @@ pub struct Config {
     /// [`Stats::mark_rejections`](crate::Stats::mark_rejections). Default: mark bits on, key
     /// locks off (see [`ConflictControl`]).
     pub conflict_control: ConflictControl,
+    /// Eunomia's insert segments (`sync::segments`) beside every leaf in line mode: an
+    /// insert of a new key (up to 64 bytes, with a value of up to 128) into such a leaf
+    /// takes no latch, only the lock of one of four segments (picked by the key's hash),
+    /// each on cache lines of its own, and the leaf's sorted area and its readers are left
+    /// alone. The records move into the sorted area when line mode ends (a scan, a split, a
+    /// removal, a read of a key in a segment, a full segment), so inserts no longer end line
+    /// mode by themselves, and a leaf that many threads insert into can switch to it (the
+    /// detector counts latched inserts as it counts updates). Counted in
+    /// [`Stats::segment_inserts`](crate::Stats::segment_inserts),
+    /// [`Stats::segment_moves`](crate::Stats::segment_moves) and
+    /// [`Stats::segment_waits`](crate::Stats::segment_waits). Acts only on leaves in line
+    /// mode, so with [`line_mode`](Self::line_mode) `Off` (the default) it does nothing.
+    /// Default `true`.
+    pub insert_segments: bool,
     /// Eunomia's two phases for point reads: a read whose leaf phase (the search and copy
     /// in the leaf it descended to) fails its validation because a writer changed that
     /// leaf runs the leaf phase again on the same leaf, without descending again, unless
@@ -170,12 +184,17 @@ pub struct Config {
 /// ```
 /// use contree::{Config, LineMode, Tree};
 /// let tree = Tree::with_config(Config { line_mode: LineMode::Always, ..Config::default() }).unwrap();
-/// tree.insert(b"k", &[0; 8]).unwrap();
-/// tree.update_with(b"k", |v| v[0] = 1); // under the latch; the leaf switches to line mode
-/// tree.update_with(b"k", |v| v[0] = 2); // in line mode: no latch
-/// assert_eq!(tree.get(b"k").unwrap()[0], 2);
+/// tree.insert(b"k", &[0; 8]).unwrap(); // under the latch; the leaf switches to line mode
+/// tree.update_with(b"k", |v| v[0] = 1); // in line mode: no latch
+/// tree.insert(b"n", &[5; 8]).unwrap(); // a new key: into an insert segment, no latch
+/// assert_eq!(tree.get(b"k").unwrap()[0], 1);
 /// assert_eq!(tree.stats().hot_leaves, 1);
 /// assert_eq!(tree.stats().line_updates, 1);
+/// assert_eq!(tree.stats().segment_inserts, 1);
+/// // A read of a key in a segment ends line mode: the records move into the leaf.
+/// assert_eq!(tree.get(b"n"), Some(vec![5; 8]));
+/// assert_eq!(tree.stats().segment_moves, 1);
+/// assert_eq!(tree.stats().hot_leaves, 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LineMode {
@@ -293,6 +312,7 @@ impl Default for Config {
             side_merge_entries: 4096,
             line_mode: LineMode::Off,
             conflict_control: ConflictControl::default(),
+            insert_segments: true,
             leaf_phase_restarts: true,
             numa: crate::numa::Numa::default(),
         }

@@ -127,6 +127,16 @@ pub struct Stats {
     /// The conflict-control module: point reads and updates of a leaf in line mode that its
     /// mark bits answered "absent" without a search of the leaf.
     pub mark_rejections: u64,
+    /// Insert segments ([`Config::insert_segments`](crate::Config::insert_segments)):
+    /// inserts of new keys into a leaf in line mode that went into one of its insert
+    /// segments, without the leaf latch.
+    pub segment_inserts: u64,
+    /// Insert segments: records moved into the sorted area of their leaf when its line mode
+    /// ended (counted then; a record still in a segment is in neither count's difference).
+    pub segment_moves: u64,
+    /// Insert segments: segment inserts that waited for their segment, held by another
+    /// inserter.
+    pub segment_waits: u64,
     /// Groups of siblings XMerge examined (from the space manager, `compact` and the
     /// memory budget).
     pub xmerge_attempts: u64,
@@ -255,6 +265,9 @@ impl Tree {
             line_conflicts: core.counters.sum(Counter::LineConflicts).max(0) as u64,
             ccm_waits: core.counters.sum(Counter::CcmWaits).max(0) as u64,
             mark_rejections: core.counters.sum(Counter::MarkRejections).max(0) as u64,
+            segment_inserts: core.counters.sum(Counter::SegmentInserts).max(0) as u64,
+            segment_moves: core.counters.sum(Counter::SegmentMoves).max(0) as u64,
+            segment_waits: core.counters.sum(Counter::SegmentWaits).max(0) as u64,
             ..Stats::default()
         };
         s.line_exits = s.line_switches.saturating_sub(s.hot_leaves as u64);

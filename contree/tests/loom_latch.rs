@@ -192,10 +192,25 @@ mod sync {
     /// Counting is the `latch-stats` feature's, not modelled.
     pub(crate) fn count_acquisition(_owner: bool) {}
 
-    /// Line mode (`contree/src/sync/lines.rs`) is not part of these models: no latch here
-    /// ever enters it, so ending it has nothing to wait for. Its protocol is modelled under
-    /// Shuttle with the whole tree (`tests/shuttle/hot_lines.rs`).
-    pub(crate) fn drain_lines(_addr: usize) {}
+    /// Line mode (`contree/src/sync/lines.rs`) and its insert segments
+    /// (`contree/src/sync/segments.rs`) are not part of these models: no latch here ever
+    /// enters it, so ending it finds no entry. Their protocols are modelled under Shuttle
+    /// with the whole tree (the models `line_mode` and `insert_segments` of
+    /// `tests/shuttle/main.rs`).
+    pub(crate) mod lines {
+        pub(crate) fn find(_addr: usize) -> Option<usize> {
+            None
+        }
+        pub(crate) fn quiesce(_e: usize) {}
+        pub(crate) fn give_back(_e: usize) {}
+    }
+
+    /// See [`lines`].
+    pub(crate) mod segments {
+        pub(crate) fn drain_into(_e: usize, _x: &mut crate::latch::ExclusiveGuard<'_>) -> usize {
+            0
+        }
+    }
 
     /// Wakes every sleeper (real parking only; otherwise nobody sleeps).
     pub(crate) fn unpark_all(_addr: usize) {

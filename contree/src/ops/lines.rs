@@ -1,15 +1,104 @@
-//! The data path of line mode (`sync::lines`): in-place updates and point reads of a leaf in
-//! line mode, and the switch into it after a latched update.
+//! The data path of line mode (`sync::lines`): in-place updates, inserts into insert
+//! segments (`sync::segments`) and point reads of a leaf in line mode, and the switch into
+//! it after a latched update or insert.
 
+use crate::engine::descent::LeafHold;
 use crate::engine::TreeCore;
 use crate::node::{Node, NodeMut};
+use crate::ops::write::insert_latched;
+use crate::policy::combining::{Kind, Request};
+use crate::policy::Divert;
 use crate::sync::ccm::{self, KeyLock};
 use crate::sync::lines::{self, LineLock};
 use crate::sync::reentry::InClosure;
+use crate::sync::segments::{self, Appended, SegmentLock};
 use crate::sync::{Counter, HybridLatch, OptimisticGuard, Restart};
 use crate::Tree;
 
 impl Tree {
+    /// `insert_in_leaf` with insert segments on (`Config::insert_segments`): a leaf in line
+    /// mode takes a new key into one of its segments, without its latch; any other leaf is
+    /// latched and written as `insert_in_leaf` does, after which the detector may switch it
+    /// to line mode. Appends keep the append finger (and so end the line mode of the
+    /// rightmost leaf). `None`, with the tree unchanged, when the general path must take
+    /// the insert.
+    #[inline(never)]
+    pub(super) fn insert_with_segments(&self, key: &[u8], value: &[u8]) -> Option<Option<Vec<u8>>> {
+        let core = &*self.core;
+        let Divert::Proceed = core.policy.before_latch(key);
+        let mut split_at = None;
+        let request = Request::new(key, Kind::Insert(value));
+        let old = core.retry(|| {
+            let (node, hold) = match core.appending() {
+                false => core.update_leaf(key)?,
+                true => match core.exclusive_leaf_or_hand_over(key, &request)? {
+                    Some((node, x)) => (node, LeafHold::Latched(x)),
+                    // The latch holder inserted it (leaf combining).
+                    None => return Ok(Some(request.take_outcome().old())),
+                },
+            };
+            match hold {
+                LeafHold::Latched(x) => {
+                    insert_latched::<true>(core, node, x, key, value, &mut split_at)
+                }
+                LeafHold::Lines(snapshot) => self.insert_in_segment(node, snapshot, key, value),
+            }
+        })?;
+        core.after_insert(old.is_none(), split_at);
+        Some(old)
+    }
+
+    /// An insert of `key` into the leaf `node`, which its snapshot `snapshot` found in line
+    /// mode: into the key's insert segment (`sync::segments`) if the key is new, carries the
+    /// leaf's prefix and fits; else line mode ends (`validate` ends it) and the insert
+    /// restarts, to take the latched path. `Ok(None)` if the key lies in a hot range of the
+    /// side structure (as the latched path answers).
+    #[cold]
+    #[inline(never)]
+    fn insert_in_segment(
+        &self,
+        node: Node,
+        snapshot: OptimisticGuard<'_>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<Option<Vec<u8>>>, Restart> {
+        let core = &*self.core;
+        if core.side.blocks(key) {
+            return Ok(None);
+        }
+        let entry = lines::find(snapshot.latch() as *const _ as usize).ok_or(Restart)?;
+        let fits_as_is = segments::takes(key, value)
+            && node.count() > 0
+            && (node.prefix_len() == 0 || node.key_vs_prefix(key)? == std::cmp::Ordering::Equal);
+        let (_, found) = node.lower_bound(key, core.directory())?;
+        if !fits_as_is || found {
+            // A replacement, or a key the leaf must make room for: the latched path.
+            snapshot.validate()?;
+            return Err(Restart);
+        }
+        let cost = node.space_needed(key.len(), value.len(), false);
+        let (lock, waited) = SegmentLock::lock(entry, segments::segment_of(ccm::key_hash(key)));
+        if waited {
+            core.counters.add(Counter::SegmentWaits, 1);
+        }
+        // The fence in `lock` orders this look after the lock: if no writer latched the leaf
+        // since the snapshot, the leaf still lacks the key, and the exclusive acquisition
+        // that ends line mode will wait for the lock and then move the record.
+        snapshot.validate_keys()?;
+        match lock.append(key, value, cost) {
+            Appended::Done => {
+                drop(lock);
+                core.counters.add(Counter::SegmentInserts, 1);
+                Ok(Some(None))
+            }
+            Appended::Present | Appended::Full => {
+                drop(lock);
+                snapshot.validate()?;
+                Err(Restart)
+            }
+        }
+    }
+
     /// [`update_with`](Tree::update_with) of `key` in the leaf `node`, which its snapshot
     /// `snapshot` found in line mode: `f` runs on the value under the locks of the stretches
     /// it covers, with no latch. `Ok(None)` if the key lies in a hot range of the side
@@ -41,12 +130,14 @@ impl Tree {
             lock
         });
         if control.mark_bits && ccm::markable(key, node.page_size()) && ccm::absent(entry, hash) {
+            absent_from_segments(core, snapshot.latch(), entry, hash, key)?;
             snapshot.validate_keys()?;
             core.counters.add(Counter::MarkRejections, 1);
             return Ok(Some(None));
         }
         let (pos, found) = node.lower_bound(key, core.directory())?;
         if !found {
+            absent_from_segments(core, snapshot.latch(), entry, hash, key)?;
             snapshot.validate_keys()?;
             return Ok(Some(None));
         }
@@ -102,10 +193,12 @@ impl LineRead {
         key: &[u8],
     ) -> Result<(usize, bool, LineRead), Restart> {
         let entry = lines::find(latch as *const _ as usize).ok_or(Restart)?;
+        let hash = ccm::key_hash(key);
         if core.config().conflict_control.mark_bits
             && ccm::markable(key, leaf.page_size())
-            && ccm::absent(entry, ccm::key_hash(key))
+            && ccm::absent(entry, hash)
         {
+            absent_from_segments(core, latch, entry, hash, key)?;
             core.counters.add(Counter::MarkRejections, 1);
             return Ok((0, false, LineRead { entry, span: None }));
         }
@@ -116,7 +209,10 @@ impl LineRead {
                 let span = lines::span(e.value_off, e.value_len, leaf.page_size());
                 Some((span, lines::snapshot(entry, span)?))
             }
-            false => None,
+            false => {
+                absent_from_segments(core, latch, entry, hash, key)?;
+                None
+            }
         };
         Ok((pos, found, LineRead { entry, span }))
     }
@@ -130,6 +226,25 @@ impl LineRead {
             _ => Ok(()),
         }
     }
+}
+
+/// For a key that the sorted area of a leaf in line mode (latch `latch`, entry `entry`)
+/// lacks: `Ok` if its insert segment lacks it too. If the segment holds it, line mode ends
+/// (the records move into the sorted area, where the reader finds the key when it restarts)
+/// and the reader restarts. The reader validates its snapshot of the leaf after.
+#[inline]
+fn absent_from_segments(
+    core: &TreeCore,
+    latch: &HybridLatch,
+    entry: usize,
+    hash: u64,
+    key: &[u8],
+) -> Result<(), Restart> {
+    if core.policy.lines.segments() && segments::holds(entry, hash, key)? {
+        latch.end_lines();
+        return Err(Restart);
+    }
+    Ok(())
 }
 
 impl TreeCore {
@@ -148,6 +263,7 @@ impl TreeCore {
         if self.config().conflict_control.mark_bits {
             ccm::build(entry, node.node());
         }
+        segments::open(entry, &node.node(), self.directory(), &self.counters);
         self.counters.add(Counter::LineSwitches, 1);
         true
     }

@@ -5,12 +5,12 @@
 use crate::blob::Stub;
 use crate::engine::TreeCore;
 use crate::error::Error;
-use crate::node::{NodeMut, Stored, SLOT};
+use crate::node::{Node, NodeMut, Stored, SLOT};
 use crate::policy::combining::{self, Kind, Outcome, Request};
 use crate::policy::Divert;
 use crate::side::ops::Diverted;
 use crate::sync::reentry::InClosure;
-use crate::sync::{Counter, Restart};
+use crate::sync::{Counter, ExclusiveGuard, Restart};
 use crate::Tree;
 
 /// What a read-modify-write does with a key's entry, decided under the leaf's latch.
@@ -96,6 +96,60 @@ pub(crate) fn put_inline(
         return Ok(Ok(Placed::InPlace));
     }
     Ok(replace_entry(node, pos, key, e.heap_len, value, false))
+}
+
+/// [`Tree::insert_in_leaf`]'s work on the leaf `node`, latched by `x`: `Ok(None)`, with the
+/// leaf unchanged, when the general path must take the insert. With `SWITCH` (line mode and
+/// its insert segments on, `sync::segments`), the detector may then switch the leaf to line
+/// mode, as after an in-place update.
+#[inline(always)]
+pub(crate) fn insert_latched<const SWITCH: bool>(
+    core: &TreeCore,
+    node: Node,
+    mut x: ExclusiveGuard<'_>,
+    key: &[u8],
+    value: &[u8],
+    split_at: &mut Option<Vec<u8>>,
+) -> Result<Option<Option<Vec<u8>>>, Restart> {
+    if core.side.blocks(key) {
+        return Ok(None);
+    }
+    let latch = x.latch_addr();
+    let slow_path = x.slow_path();
+    let mut node = NodeMut::new(node, &mut x);
+    let (pos, found) = node.lower_bound(key, core.directory())?;
+    let old = if !found {
+        None
+    } else if node.is_stub(pos) {
+        return Ok(None);
+    } else {
+        Some(node.value_mut(pos).to_vec())
+    };
+    if put_inline(&mut node, pos, key, found, value)?.is_err() {
+        return Ok(None);
+    }
+    *split_at = core.policy.after_change(&mut node, pos, slow_path, core);
+    if core.policy.combining.has_waiters(latch) {
+        serve_waiters(core, &mut node, latch, split_at);
+    }
+    if SWITCH && split_at.is_none() && core.line_switch(&mut node, latch) {
+        x.set_lines();
+    }
+    Ok(Some(old))
+}
+
+impl TreeCore {
+    /// After an insert on the fast path: counts a new key and runs the Contention Split
+    /// the leaf's policy asked for.
+    #[inline(always)]
+    pub(crate) fn after_insert(&self, new_key: bool, split_at: Option<Vec<u8>>) {
+        if new_key {
+            self.counters.add(Counter::Len, 1);
+        }
+        if let Some(sep) = split_at {
+            self.contention_split(&sep);
+        }
+    }
 }
 
 /// `NeedSplit` for an entry of `key` (as the leaf stores it) and a stored value of
@@ -459,6 +513,34 @@ impl Tree {
         value: &[u8],
         keep: bool,
     ) -> Result<(Option<Vec<u8>>, Option<Stub>), Error> {
+        if self.core.policy.lines.segments() {
+            return self.insert_keeping_segmented(key, value, keep);
+        }
+        self.insert_keeping_as::<false>(key, value, keep)
+    }
+
+    /// [`insert_keeping`](Self::insert_keeping) with insert segments on (`sync::segments`):
+    /// out of line, so that the default path carries none of their code.
+    #[cold]
+    #[inline(never)]
+    fn insert_keeping_segmented(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        keep: bool,
+    ) -> Result<(Option<Vec<u8>>, Option<Stub>), Error> {
+        self.insert_keeping_as::<true>(key, value, keep)
+    }
+
+    /// [`insert_keeping`](Self::insert_keeping); `SEGMENTS`: inserts may go to insert
+    /// segments.
+    #[inline(always)]
+    fn insert_keeping_as<const SEGMENTS: bool>(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        keep: bool,
+    ) -> Result<(Option<Vec<u8>>, Option<Stub>), Error> {
         let core = &*self.core;
         if let Err(e) = core.check_value(value) {
             // Both oversized: the key's error, as every write reports it first.
@@ -468,7 +550,11 @@ impl Tree {
         if value.len() <= core.config().max_inline_value_len() {
             if key.len() <= core.config().max_inline_key_len() {
                 // Never replaces an out-of-line value: nothing to keep.
-                if let Some(old) = self.insert_in_leaf(key, value) {
+                let in_leaf = match SEGMENTS {
+                    false => self.insert_in_leaf(key, value),
+                    true => self.insert_with_segments(key, value),
+                };
+                if let Some(old) = in_leaf {
                     return Ok((old, None));
                 }
             }
@@ -493,39 +579,13 @@ impl Tree {
         let mut split_at = None;
         let request = Request::new(key, Kind::Insert(value));
         let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
-            let Some((node, mut x)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
+            let Some((node, x)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
                 // The latch holder inserted it (leaf combining).
                 return Ok(Some(request.take_outcome().old()));
             };
-            if core.side.blocks(key) {
-                return Ok(None);
-            }
-            let latch = x.latch_addr();
-            let slow_path = x.slow_path();
-            let mut node = NodeMut::new(node, &mut x);
-            let (pos, found) = node.lower_bound(key, core.directory())?;
-            let old = if !found {
-                None
-            } else if node.is_stub(pos) {
-                return Ok(None);
-            } else {
-                Some(node.value_mut(pos).to_vec())
-            };
-            if put_inline(&mut node, pos, key, found, value)?.is_err() {
-                return Ok(None);
-            }
-            split_at = core.policy.after_change(&mut node, pos, slow_path, core);
-            if core.policy.combining.has_waiters(latch) {
-                serve_waiters(core, &mut node, latch, &mut split_at);
-            }
-            Ok(Some(old))
+            insert_latched::<false>(core, node, x, key, value, &mut split_at)
         })?;
-        if old.is_none() {
-            core.counters.add(Counter::Len, 1);
-        }
-        if let Some(sep) = split_at {
-            core.contention_split(&sep);
-        }
+        core.after_insert(old.is_none(), split_at);
         Some(old)
     }
 

@@ -14,6 +14,9 @@
 //! sees an update every few milliseconds), never heats up. The state lives in the leaf's
 //! policy area (heat, the last sampled thread's tag, its time).
 //!
+//! With insert segments on (`sync::segments`), latched inserts of new keys are samples too:
+//! handoffs of inserts heat a leaf as those of updates do.
+//!
 //! Line mode ends at any exclusive acquisition of the leaf (`sync::lines`); a leaf that keeps
 //! its hot updates heats up and switches again.
 
@@ -37,6 +40,8 @@ const HEAT_TO_SWITCH: u16 = 32;
 #[derive(Debug)]
 pub(crate) struct LineDetector {
     mode: LineMode,
+    /// Line mode is on and leaves in it take inserts in segments (`Config::insert_segments`).
+    segments: bool,
 }
 
 crate::sync::seam::model_local! {
@@ -64,8 +69,18 @@ pub(crate) fn clock_us() -> u32 {
 }
 
 impl LineDetector {
-    pub(crate) fn new(mode: LineMode) -> Self {
-        LineDetector { mode }
+    pub(crate) fn new(mode: LineMode, insert_segments: bool) -> Self {
+        LineDetector {
+            mode,
+            segments: mode != LineMode::Off && insert_segments,
+        }
+    }
+
+    /// Whether inserts take the path that may put them in a segment (`sync::segments`) and
+    /// may switch their leaf to line mode.
+    #[inline]
+    pub(crate) fn segments(&self) -> bool {
+        self.segments
     }
 
     /// Whether leaves may switch at all (`LineMode::Off` keeps every update on the latch).

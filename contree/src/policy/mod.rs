@@ -129,7 +129,7 @@ impl LeafPolicies {
         LeafPolicies {
             contention: ContentionSplit::new(config),
             combining: Combining::new(config.combining),
-            lines: LineDetector::new(config.line_mode),
+            lines: LineDetector::new(config.line_mode, config.insert_segments),
         }
     }
 

@@ -19,8 +19,9 @@
 //!   another key never notices the update.
 //! * **Every other access** to the leaf goes through its latch. Any exclusive acquisition of
 //!   a latch with `LINES` set ends line mode first, in `ExclusiveGuard::acquired`: it issues
-//!   a `SeqCst` fence, waits until no stretch is locked, gives the table entry back and
-//!   clears the bit ([`drain`]). The fences on both sides make sure that either the
+//!   a `SeqCst` fence, waits until no stretch is locked ([`quiesce`]), moves the records of
+//!   the leaf's insert segments into its page (`sync::segments`), gives the table entry back
+//!   ([`give_back`]) and clears the bit. The fences on both sides make sure that either the
 //!   updater sees the exclusive bit (and unlocks without writing) or the acquirer sees the
 //!   locked stretch (and waits for it). A shared acquisition ends line mode the same way,
 //!   and an optimistic guard taken in line mode fails the ordinary `validate` (which cannot
@@ -114,32 +115,53 @@ pub(crate) fn release_tree(tree: usize) {
     }
 }
 
-/// Ends line mode of the leaf whose latch is at `addr`: the caller has just latched it
-/// exclusively (and issued a `SeqCst` fence after), then clears the bit. Waits until no
-/// stretch is locked, then gives the entry back.
-pub(crate) fn drain(addr: usize) {
-    let Some(e) = find(addr) else {
-        return;
-    };
+/// The first step of ending line mode of entry `e`'s leaf: the caller has just latched it
+/// exclusively (and issued a `SeqCst` fence after). Waits until no stretch is locked; the
+/// caller then empties the insert segments (`sync::segments`), gives the entry back
+/// ([`give_back`]) and clears the bit.
+pub(crate) fn quiesce(e: usize) {
     for line in &TABLE.lines[e] {
         let mut spins = 0u32;
         while line.0.load(Ordering::Acquire) & 1 != 0 {
             wait(&mut spins);
         }
     }
+}
+
+/// The last step of ending line mode of entry `e`'s leaf (see [`quiesce`]).
+pub(crate) fn give_back(e: usize) {
     TABLE.trees[e].store(0, Ordering::Relaxed);
     TABLE.owners[e].store(0, Ordering::Release);
 }
 
-/// One step of waiting for a locked stretch: its holder runs a short closure, but may be
-/// off the CPU.
+/// One step of waiting for a locked stretch or insert segment: its holder runs a short
+/// closure or copy, but may be off the CPU.
 #[inline]
-fn wait(spins: &mut u32) {
+pub(crate) fn wait(spins: &mut u32) {
     if *spins < 64 {
         spin_hint();
         *spins += 1;
     } else {
         yield_now();
+    }
+}
+
+/// Locks a version word (odd = locked), waiting while another thread holds it; returns
+/// whether it waited. For the stretches here and the insert segments (`sync::segments`).
+pub(crate) fn lock_version(word: &AtomicU64) -> bool {
+    let mut waited = false;
+    let mut spins = 0u32;
+    loop {
+        let v = word.load(Ordering::Relaxed);
+        if v & 1 == 0
+            && word
+                .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return waited;
+        }
+        waited = true;
+        wait(&mut spins);
     }
 }
 
@@ -205,20 +227,7 @@ impl LineLock {
     pub(crate) fn lock(e: usize, (first, last): (usize, usize)) -> (LineLock, bool) {
         let mut waited = false;
         for i in first..=last {
-            let line = &TABLE.lines[e][i].0;
-            let mut spins = 0u32;
-            loop {
-                let v = line.load(Ordering::Relaxed);
-                if v & 1 == 0
-                    && line
-                        .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                {
-                    break;
-                }
-                waited = true;
-                wait(&mut spins);
-            }
+            waited |= lock_version(&TABLE.lines[e][i].0);
         }
         fence(Ordering::SeqCst);
         (LineLock { e, first, last }, waited)
@@ -263,7 +272,8 @@ mod tests {
         assert!(!unchanged(e, (3, 4), s));
         let s = snapshot(e, (3, 4)).unwrap();
         assert!(unchanged(e, (3, 4), s));
-        drain(addr);
+        quiesce(e);
+        give_back(e);
         assert_eq!(find(addr), None);
         assert_eq!(count_tree(42), 0);
         // release_tree gives back whatever a dropped tree held.

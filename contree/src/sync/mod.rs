@@ -22,11 +22,11 @@ pub(crate) mod owner;
 mod parking;
 pub(crate) mod reentry;
 pub(crate) mod seam;
+pub(crate) mod segments;
 mod striped;
 
 pub(crate) use backoff::Backoff;
 pub(crate) use latch::{ExclusiveGuard, HybridLatch, OptimisticGuard, Restart};
-pub(crate) use lines::drain as drain_lines;
 pub(crate) use parking::{
     count_acquisition, fence, owns, park, spin_hint, unpark_all, yield_now, AtomicU64, Ordering,
 };

@@ -47,6 +47,12 @@ pub(crate) enum Counter {
     CcmWaits,
     /// Reads and updates of a leaf in line mode answered "absent" by its mark bits.
     MarkRejections,
+    /// Inserts into an insert segment of a leaf in line mode (`sync::segments`).
+    SegmentInserts,
+    /// Records moved from insert segments into their leaves when line mode ended.
+    SegmentMoves,
+    /// Segment inserts that waited for their segment, held by another inserter.
+    SegmentWaits,
     /// Latch acquisitions with a read-modify-write (`latch-stats`, process-wide:
     /// `sync::owner`).
     #[cfg_attr(not(feature = "latch-stats"), allow(dead_code))]
@@ -74,7 +80,7 @@ pub(crate) enum Counter {
     NumaCrossHandoffs,
 }
 
-const COUNTERS: usize = 24;
+const COUNTERS: usize = 27;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

@@ -87,6 +87,10 @@ struct Totals {
     line_exits: AtomicU64,
     /// Reads and updates answered "absent" by a leaf's mark bits (`sync::ccm`).
     mark_rejections: AtomicU64,
+    /// Inserts into a leaf's insert segments and records moved out of them
+    /// (`sync::segments`).
+    segment_inserts: AtomicU64,
+    segment_moves: AtomicU64,
     /// Point reads' leaf phases run again on the same leaf (`engine::phases`).
     leaf_restarts: AtomicU64,
     /// Leaf latches inflated to cohort latches (`Numa::cohort`).
@@ -534,6 +538,12 @@ fn execution(model: &Model, totals: &Totals) {
         .mark_rejections
         .fetch_add(s.mark_rejections, Ordering::Relaxed);
     totals
+        .segment_inserts
+        .fetch_add(s.segment_inserts, Ordering::Relaxed);
+    totals
+        .segment_moves
+        .fetch_add(s.segment_moves, Ordering::Relaxed);
+    totals
         .leaf_restarts
         .fetch_add(s.leaf_restarts, Ordering::Relaxed);
     totals.slices.fetch_add(s.slices, Ordering::Relaxed);
@@ -627,7 +637,7 @@ fn check(model: Model) -> Arc<Totals> {
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
          {} diverted to the side structure, {} updates in line mode, {} line mode exits, \
-         {} mark-bit rejections, {} leaf phases run again, {} slices, {} melds, {} cohort latches",
+         {} mark-bit rejections, {} segment inserts, {} records moved, {} leaf phases run again, {} slices, {} melds, {} cohort latches",
         get(&totals.executions),
         get(&totals.splits),
         get(&totals.merges),
@@ -641,6 +651,8 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.line_updates),
         get(&totals.line_exits),
         get(&totals.mark_rejections),
+        get(&totals.segment_inserts),
+        get(&totals.segment_moves),
         get(&totals.leaf_restarts),
         get(&totals.slices),
         get(&totals.melds),
@@ -832,6 +844,33 @@ fn line_mode() {
     assert!(totals.line_updates.load(Ordering::Relaxed) > 0);
     assert!(totals.line_exits.load(Ordering::Relaxed) > 0);
     assert!(totals.mark_rejections.load(Ordering::Relaxed) > 0);
+}
+
+/// Insert segments (`Config::insert_segments`, `src/sync/segments.rs`): leaves in line
+/// mode (switched by every latched insert and update) take inserts of new keys into their
+/// segments while other threads read, update, remove, insert the same keys and scan, which
+/// moves the records into the leaves; every result must be linearizable for its key.
+#[test]
+fn insert_segments() {
+    let totals = check(Model {
+        config: Config {
+            line_mode: LineMode::Always,
+            ..small_config()
+        },
+        keys: 60,
+        long_keys: false,
+        initially: |i| i % 3 == 0,
+        threads: 3,
+        ops_per_thread: 10,
+        hot: 20..24,
+        max_value: 40,
+        weights: [6, 2, 4, 0, 0],
+        holder_yields: 2,
+        mark_hot: false,
+        update_bias: 0,
+    });
+    assert!(totals.segment_inserts.load(Ordering::Relaxed) > 0);
+    assert!(totals.segment_moves.load(Ordering::Relaxed) > 0);
 }
 
 /// Cohort latches (`Numa::cohort`, `src/sync/cohort.rs`) on a simulated topology of two
