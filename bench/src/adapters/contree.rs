@@ -119,6 +119,26 @@ pub const VARIANTS: &[Variant] = &[
         },
     ),
     (
+        "contree-lines-noseg",
+        "contree with line mode always on and its insert segments off (insert_segments = false)",
+        |shape| {
+            build_changed(shape, |c| {
+                c.line_mode = LineMode::Always;
+                c.insert_segments = false;
+            })
+        },
+    ),
+    (
+        "contree-autolines-noseg",
+        "contree with line mode switched by its detector and its insert segments off",
+        |shape| {
+            build_changed(shape, |c| {
+                c.line_mode = LineMode::Auto;
+                c.insert_segments = false;
+            })
+        },
+    ),
+    (
         "contree-noleafphase",
         "contree with every failed point read restarted from the root (leaf_phase_restarts = false)",
         |shape| build_changed(shape, |c| c.leaf_phase_restarts = false),

@@ -15,12 +15,14 @@
 //!
 //! **Mark bits.** A 512-bit Bloom filter (one hash, [`MARK_BITS`] bits: twice the entries of a
 //! full 4 KiB leaf of short keys, as the paper sizes it) of the leaf's keys, built under the
-//! leaf's exclusive latch when it switches to line mode ([`build`]). No key enters a leaf in
-//! line mode without ending it (every insert, merge and split latches the leaf exclusively),
-//! and a leaf leaves line mode only under that latch, so the filter holds every key of the
-//! leaf for as long as a reader's snapshot of the leaf in line mode validates. A reader
-//! whose key's bit is clear therefore reads "absent" with no search, and validates its
-//! snapshot for the keys (`OptimisticGuard::validate_keys`) as a search would. A removal
+//! leaf's exclusive latch when it switches to line mode ([`build`]). No key enters the page
+//! of a leaf in line mode without ending it (every latched insert, merge and split latches
+//! the leaf exclusively; inserts into its insert segments, `sync::segments`, leave the page
+//! alone), and a leaf leaves line mode only under that latch, so the filter holds every key
+//! of the leaf's page for as long as a reader's snapshot of the leaf in line mode validates.
+//! A reader whose key's bit is clear therefore skips the search of the page, looks in the
+//! key's insert segment, and validates its snapshot for the keys
+//! (`OptimisticGuard::validate_keys`) as a search would. A removal
 //! leaves the bit set (a false positive only). Long keys (stored in part out of line) are
 //! neither marked nor looked up: a key of that length is never rejected.
 //!
