@@ -184,21 +184,28 @@ const READER_SPINS: u32 = 64;
 pub(crate) fn snapshot(e: usize, (first, last): (usize, usize)) -> Result<u64, Restart> {
     let mut sum = 0u64;
     for line in &TABLE.lines[e][first..=last] {
-        let mut spins = 0;
-        let v = loop {
-            let v = line.0.load(Ordering::Acquire);
-            if v & 1 == 0 {
-                break v;
-            }
-            if spins == READER_SPINS {
-                return Err(Restart);
-            }
-            spins += 1;
-            spin_hint();
-        };
-        sum = sum.wrapping_add(v);
+        sum = sum.wrapping_add(read_version(&line.0)?);
     }
     Ok(sum)
+}
+
+/// A reader's look at a version word (of a stretch here, or of an insert segment,
+/// `sync::segments`): its value once even, waiting briefly while it is locked; `Restart`
+/// if it stays locked.
+#[inline]
+pub(crate) fn read_version(word: &AtomicU64) -> Result<u64, Restart> {
+    let mut spins = 0;
+    loop {
+        let v = word.load(Ordering::Acquire);
+        if v & 1 == 0 {
+            return Ok(v);
+        }
+        if spins == READER_SPINS {
+            return Err(Restart);
+        }
+        spins += 1;
+        spin_hint();
+    }
 }
 
 /// Whether the stretches of a [`snapshot`] are unchanged after the reader's copy.

@@ -36,7 +36,7 @@ use crate::node::raw::RawPage;
 use crate::node::{Node, NodeMut};
 use crate::page::Directory;
 use crate::sync::seam::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use crate::sync::{spin_hint, Counter, ExclusiveGuard, Restart, StripedCounters};
+use crate::sync::{Counter, ExclusiveGuard, Restart, StripedCounters};
 
 /// Insert segments per entry.
 pub(crate) const SEGMENTS: usize = 4;
@@ -47,8 +47,6 @@ const WORDS: usize = 30;
 pub(crate) const MAX_KEY: usize = 64;
 /// The longest value a segment takes.
 pub(crate) const MAX_VALUE: usize = 128;
-/// Spins a reader waits for a locked segment before it restarts.
-const READER_SPINS: u32 = 64;
 
 /// One segment: its lock word (a version), the words of its records in use, its room left
 /// in the page, and the records. 256 bytes, on four cache lines of its own.
@@ -256,18 +254,7 @@ impl Drop for SegmentLock {
 /// changed during the look. The caller validates its snapshot of the leaf after.
 pub(crate) fn holds(e: usize, hash: u64, key: &[u8]) -> Result<bool, Restart> {
     let s = &TABLE[e][segment_of(hash)];
-    let mut spins = 0;
-    let v = loop {
-        let v = s.lock.load(Ordering::Acquire);
-        if v & 1 == 0 {
-            break v;
-        }
-        if spins == READER_SPINS {
-            return Err(Restart);
-        }
-        spins += 1;
-        spin_hint();
-    };
+    let v = super::lines::read_version(&s.lock)?;
     let used = s.used.load(Ordering::Relaxed) as usize;
     let mut found = false;
     if used > 0 {
