@@ -34,9 +34,12 @@ use crate::sync::{
     AtomicU64, Ordering,
 };
 
-// Owner mode's and inflated words' paths, each in a file of its own beside this one.
+// Owner mode's, inflated words' and line mode's paths, each in a file of its own beside this
+// one.
 #[path = "latch_cohort.rs"]
 mod cohort_paths;
+#[path = "latch_lines.rs"]
+mod lines_paths;
 #[path = "latch_owner.rs"]
 mod owner_paths;
 
@@ -366,36 +369,6 @@ impl HybridLatch {
             .and_then(|_| ExclusiveGuard::try_acquired(self, s))
     }
 
-    /// [`try_exclusive`](Self::try_exclusive) for an in-place updater: a free latch in line
-    /// mode (`sync::lines`) gives a snapshot instead (`Err`), since such an update takes no
-    /// latch. `Ok(None)` when somebody holds the latch.
-    #[inline]
-    pub(crate) fn try_exclusive_or_lines(
-        &self,
-    ) -> Result<Option<ExclusiveGuard<'_>>, OptimisticGuard<'_>> {
-        if owns(self.addr()) {
-            if let Some(x) = self.owner_exclusive(None) {
-                return Ok(Some(x));
-            }
-        }
-        let s = self.state.load(Ordering::Acquire);
-        if s & (EXCLUSIVE | SHARED_MASK) != 0 || (s & COHORT != 0 && self.queued()) {
-            return Ok(None);
-        }
-        if s & LINES != 0 {
-            return Err(OptimisticGuard {
-                latch: self,
-                version: s & (VERSION_MASK | LINES),
-                slow_path: false,
-            });
-        }
-        Ok(self
-            .state
-            .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .and_then(|_| ExclusiveGuard::try_acquired(self, s)))
-    }
-
     /// Takes the latch of a free page whose memory is about to be given back to the system
     /// (which zeroes the word): exclusively, only if nobody holds it now. Returns the version
     /// bits, the floor that [`renew`](Self::renew) must exceed when the page is reused. The
@@ -439,13 +412,6 @@ impl HybridLatch {
         self.state
             .compare_exchange(s, new, Ordering::Release, Ordering::Relaxed)
             .is_ok()
-    }
-
-    /// Ends line mode if the latch can be had at once (an exclusive acquisition does it); a
-    /// snapshot that met line mode calls it before it restarts.
-    #[cold]
-    pub(crate) fn end_lines(&self) {
-        drop(self.try_exclusive());
     }
 
     fn release_exclusive(&self) {
@@ -737,52 +703,6 @@ impl<'a> ExclusiveGuard<'a> {
         }
     }
 
-    /// [`acquired`](Self::acquired) for an upgrade of a snapshot: `Restart` (the latch
-    /// released again, its version moved) if ending line mode moved records of the leaf's
-    /// insert segments into its page, which the snapshot's reader did not see.
-    #[inline]
-    fn acquired_unmoved(latch: &'a HybridLatch, s: u64, slow_path: bool) -> Result<Self, Restart> {
-        if s & LINES == 0 {
-            return Ok(Self::acquired(latch, s, slow_path));
-        }
-        let x = Self::acquired(latch, s & !LINES, slow_path);
-        match Self::end_lines(latch) {
-            0 => Ok(x),
-            _ => Err(Restart),
-        }
-    }
-
-    /// Ends line mode under the exclusive latch just acquired (`sync::lines`): waits for
-    /// the in-place updates under way (the `SeqCst` fence pairs with the one an updater
-    /// issues between locking its stretches or segment and checking this latch), moves the
-    /// records of the insert segments into the page (`sync::segments`), gives the table
-    /// entry back and clears `LINES`. Returns how many records it moved.
-    ///
-    /// Takes the latch, not the guard: a reference to the guard passed to a function that
-    /// is not inlined kept every acquisition's guard in memory (+25 instructions per
-    /// insert, callgrind). The moves write the page through a stand-in guard of the same latch, never
-    /// released: the caller's guard releases it.
-    #[cold]
-    #[inline(never)]
-    fn end_lines(latch: &HybridLatch) -> usize {
-        fence(Ordering::SeqCst);
-        let moved = match lines::find(latch.addr()) {
-            Some(e) => {
-                lines::quiesce(e);
-                let mut x = std::mem::ManuallyDrop::new(ExclusiveGuard {
-                    latch,
-                    flags: flags(ATOMIC, false),
-                });
-                let moved = segments::drain_into(e, &mut x);
-                lines::give_back(e);
-                moved
-            }
-            None => 0,
-        };
-        latch.state.fetch_and(!LINES, Ordering::Relaxed);
-        moved
-    }
-
     /// [`acquired`](Self::acquired) for an acquisition that must not wait: with shared
     /// holders counted off the page of an inflated latch, the word is released again
     /// (`None`).
@@ -792,12 +712,6 @@ impl<'a> ExclusiveGuard<'a> {
             return None;
         }
         Some(Self::acquired(latch, s, false))
-    }
-
-    /// Puts the leaf into line mode (`sync::lines`; the caller has taken its table entry).
-    /// In-place updates stop taking the latch once it is released.
-    pub(crate) fn set_lines(&mut self) {
-        self.latch.state.fetch_or(LINES, Ordering::Relaxed);
     }
 
     /// Whether the acquisition had to wait (spin or sleep) for another holder.

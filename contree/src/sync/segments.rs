@@ -138,16 +138,15 @@ fn put_bytes(s: &Segment, at: usize, bytes: &[u8]) {
     }
 }
 
-/// Reads `len` bytes from the words from `at` into `out`; `Restart` if they would run past
-/// the segment (a torn length).
-fn get_bytes(s: &Segment, at: usize, len: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
-    if at + len.div_ceil(8) > WORDS {
+/// Reads `out.len()` bytes from the words from `at` into `out`; `Restart` if they would run
+/// past the segment (a torn length).
+fn get_bytes(s: &Segment, at: usize, out: &mut [u8]) -> Result<(), Restart> {
+    if at + out.len().div_ceil(8) > WORDS {
         return Err(Restart);
     }
-    for i in 0..len.div_ceil(8) {
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
         let w = s.words[at + i].load(Ordering::Relaxed).to_le_bytes();
-        let n = (len - 8 * i).min(8);
-        out.extend_from_slice(&w[..n]);
+        chunk.copy_from_slice(&w[..chunk.len()]);
     }
     Ok(())
 }
@@ -166,15 +165,18 @@ fn scan(
     mut each: impl FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<(), Restart> {
     let used = used.min(WORDS);
-    let (mut key, mut value) = (Vec::new(), Vec::new());
+    // On the stack: a segment's reader or inserter allocates nothing.
+    let (mut key, mut value) = ([0u8; MAX_KEY], [0u8; MAX_VALUE]);
     let mut at = 0;
     while at < used {
         let (k, v) = lens(s.words[at].load(Ordering::Relaxed));
-        key.clear();
-        value.clear();
-        get_bytes(s, at + 1, k, &mut key)?;
-        get_bytes(s, at + 1 + k.div_ceil(8), v, &mut value)?;
-        if each(&key, &value) {
+        if k > MAX_KEY || v > MAX_VALUE {
+            // A torn length (a reader's): no record is that long.
+            return Err(Restart);
+        }
+        get_bytes(s, at + 1, &mut key[..k])?;
+        get_bytes(s, at + 1 + k.div_ceil(8), &mut value[..v])?;
+        if each(&key[..k], &value[..v]) {
             return Ok(());
         }
         at += record_words(k, v);
