@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::adapters;
 use crate::generators::Distribution;
@@ -254,9 +254,17 @@ pub struct RepartitionArgs {
 /// tpc options.
 #[derive(Args, Debug, Clone)]
 pub struct TpcArgs {
-    /// Records loaded (8-byte hashed keys, 8-byte values).
+    /// The operation mix: uniform YCSB-A, or tpcc-index's transactions (partitioned by
+    /// warehouse).
+    #[arg(long, value_enum, default_value_t = TpcWorkload::YcsbA)]
+    pub workload: TpcWorkload,
+    /// Records loaded for YCSB-A (8-byte hashed keys, 8-byte values); for tpcc-index, the
+    /// number of items (at most 100,000).
     #[arg(long, default_value_t = 1_000_000)]
     pub records: u64,
+    /// tpcc-index's warehouses (client threads work for warehouse `thread % warehouses`).
+    #[arg(long, default_value_t = 2)]
+    pub warehouses: u64,
     /// Threads of the shared-tree row.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -266,7 +274,8 @@ pub struct TpcArgs {
     /// Client threads of the executor rows.
     #[arg(long, default_value_t = 2)]
     pub clients: usize,
-    /// Partitions per worker (uniform boundaries over the key space).
+    /// Partitions per worker (uniform boundaries over the key space; tpcc-index instead
+    /// splits every table into one range of warehouses per worker).
     #[arg(long, default_value_t = 4)]
     pub partitions_per_worker: usize,
     /// Operations per client batch of the batched rows.
@@ -284,6 +293,15 @@ pub struct TpcArgs {
     /// Seed of the clients' generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+/// The operation mixes of `tpc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TpcWorkload {
+    /// Uniform YCSB-A: 50% reads, 50% updates.
+    YcsbA,
+    /// tpcc-index's NewOrder and Payment transactions.
+    TpccIndex,
 }
 
 /// hotspot options.

@@ -13,7 +13,8 @@
 use crate::cli::HotspotArgs;
 use crate::generators::rng::FastRng;
 use crate::stats::Summary;
-use crate::tpc::{execute_all, ycsb_a_batch};
+use crate::tpc::execute_all;
+use crate::tpc_mix::ycsb_a_batch;
 use contree::{Config, Executor, ExecutorConfig, Op, RebalanceConfig};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -94,7 +95,7 @@ fn executor(args: &HotspotArgs, rebalance: bool) -> Result<Executor, String> {
     for chunk in (0..args.records).collect::<Vec<_>>().chunks(1024) {
         let ops = chunk
             .iter()
-            .map(|&i| Op::Insert(key(i, args.records).to_vec(), value.to_vec()))
+            .map(|&i| Op::Insert(key(i, args.records).into(), value.into()))
             .collect();
         for r in loader.execute(ops) {
             r.map_err(|e| e.to_string())?;

@@ -28,4 +28,5 @@ pub mod repartition;
 pub mod runner;
 pub mod stats;
 pub mod tpc;
+pub mod tpc_mix;
 pub mod workloads;

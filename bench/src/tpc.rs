@@ -6,15 +6,11 @@
 //! `--features latch-stats` it also counts latch acquisitions per operation (atomic ones,
 //! and owner-mode ones, which are plain stores).
 
-use crate::cli::TpcArgs;
-use crate::generators::rng::{fnv1a64, FastRng};
+use crate::cli::{TpcArgs, TpcWorkload};
+use crate::tpc_mix::Mix;
 use contree::{Client, Config, Executor, ExecutorConfig, Op, Tree};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-fn key(i: u64) -> [u8; 8] {
-    fnv1a64(i).to_be_bytes()
-}
 
 /// One measured row's result of one repetition.
 struct Sample {
@@ -53,63 +49,43 @@ fn measure(
     }
 }
 
-/// The next YCSB-A operation of a client: a uniform loaded key, read or updated.
-fn next_op(rng: &mut FastRng, records: u64) -> (bool, [u8; 8]) {
-    let i = rng.below(records);
-    (rng.below(2) == 0, key(i))
-}
-
 /// Runs the comparison and prints its table.
 pub fn run(args: &TpcArgs) -> Result<(), String> {
-    let records = args.records;
-    let value = [7u8; 8];
-    let partitions = args.workers * args.partitions_per_worker;
-    let boundaries: Vec<Vec<u8>> = (1..partitions as u64)
-        .map(|p| (u64::MAX / partitions as u64 * p).to_be_bytes().to_vec())
-        .collect();
+    let mix = match args.workload {
+        TpcWorkload::YcsbA => Mix::ycsb_a(args.records),
+        TpcWorkload::TpccIndex => Mix::tpcc(args.warehouses, args.records)?,
+    };
+    let boundaries = mix.boundaries(args.workers, args.partitions_per_worker);
+    let partitions = boundaries.len() + 1;
     let tree = Tree::with_config(Config::default()).map_err(|e| e.to_string())?;
     let exec = Executor::with_config(ExecutorConfig {
         workers: args.workers,
         boundaries,
         tree: Config::default(),
-        // Uniform keys: the partitions stay as they start (and no slice latches).
+        // The partitions stay as they start (and no slice latches).
         rebalance: None,
     })
     .map_err(|e| e.to_string())?;
-    let mut loader = exec.client();
-    for chunk in (0..records).collect::<Vec<_>>().chunks(1024) {
-        tree_load(&tree, chunk, &value)?;
-        let ops = chunk
-            .iter()
-            .map(|&i| Op::Insert(key(i).to_vec(), value.to_vec()))
-            .collect();
-        for r in loader.execute(ops) {
-            r.map_err(|e| e.to_string())?;
-        }
-    }
+    mix.load(&tree, &mut exec.client())?;
     println!(
-        "tpc: uniform YCSB-A (50% get, 50% update) on {records} records; shared Tree with {} \
-         threads; Executor with {} workers, {} client threads, {partitions} partitions; {} s \
-         per run, {} interleaved repetitions",
-        args.threads, args.workers, args.clients, args.seconds, args.reps
+        "tpc: {}; shared Tree with {} threads; Executor with {} workers, {} client threads, \
+         {partitions} partitions; {} s per run, {} interleaved repetitions",
+        mix.describe(args.threads),
+        args.threads,
+        args.workers,
+        args.clients,
+        args.seconds,
+        args.reps
     );
     let rows: Vec<(String, Box<dyn Fn() -> Sample + '_>)> = vec![
         (
             format!("tree {}t", args.threads),
             Box::new(|| {
                 measure(args.threads, args.seconds, |t, stop, done| {
-                    let mut rng = FastRng::new(args.seed + t as u64);
+                    let mut client = mix.tree_client(&tree, t, args.threads, args.seed + t as u64);
                     let mut n = 0;
                     while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..64 {
-                            let (read, k) = next_op(&mut rng, records);
-                            if read {
-                                std::hint::black_box(tree.get(&k));
-                            } else {
-                                tree.insert(&k, &value).expect("update");
-                            }
-                        }
-                        n += 64;
+                        n += client();
                     }
                     done.fetch_add(n, Ordering::Relaxed);
                 })
@@ -117,15 +93,15 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
         ),
         (
             format!("tpc batch {}", args.batch),
-            Box::new(|| tpc_row(&exec, args, args.batch, 1, &value)),
+            Box::new(|| tpc_row(&exec, &mix, args, args.batch, 1)),
         ),
         (
             format!("tpc {}x{} piped", args.batch, args.depth),
-            Box::new(|| tpc_row(&exec, args, args.batch, args.depth, &value)),
+            Box::new(|| tpc_row(&exec, &mix, args, args.batch, args.depth)),
         ),
         (
-            "tpc batch 1".to_string(),
-            Box::new(|| tpc_row(&exec, args, 1, 1, &value)),
+            mix.unbatched_row().to_string(),
+            Box::new(|| tpc_row(&exec, &mix, args, 1, 1)),
         ),
     ];
     let mut samples: Vec<Vec<Sample>> = rows.iter().map(|_| Vec::new()).collect();
@@ -165,26 +141,19 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn tree_load(tree: &Tree, chunk: &[u64], value: &[u8]) -> Result<(), String> {
-    for &i in chunk {
-        tree.insert(&key(i), value).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
 /// Clients that submit batches of `batch` operations, `depth` batches in flight each (1:
 /// `Client::execute`, one batch at a time; more: `Client::pipeline`). Operations count
 /// when answered.
-fn tpc_row(exec: &Executor, args: &TpcArgs, batch: usize, depth: usize, value: &[u8]) -> Sample {
+fn tpc_row(exec: &Executor, mix: &Mix, args: &TpcArgs, batch: usize, depth: usize) -> Sample {
     measure(args.clients, args.seconds, |t, stop, done| {
         let mut client = exec.client();
-        let mut rng = FastRng::new(args.seed + 100 + t as u64);
+        let mut next = mix.batches(t, args.clients, args.seed + 100 + t as u64);
         let mut n = 0;
-        let mut next = || ycsb_a_batch(&mut rng, batch, value, |rng| key(rng.below(args.records)));
         if depth <= 1 {
             while !stop.load(Ordering::Relaxed) {
-                execute_all(&mut client, next());
-                n += batch as u64;
+                let ops = next(batch);
+                n += ops.len() as u64;
+                execute_all(&mut client, ops);
             }
         } else {
             let mut pipeline = client.pipeline(depth);
@@ -195,7 +164,7 @@ fn tpc_row(exec: &Executor, args: &TpcArgs, batch: usize, depth: usize, value: &
                 }
             };
             while !stop.load(Ordering::Relaxed) {
-                if let Some(answers) = pipeline.submit(next()) {
+                if let Some(answers) = pipeline.submit(next(batch)) {
                     answered(answers);
                 }
             }
@@ -205,26 +174,6 @@ fn tpc_row(exec: &Executor, args: &TpcArgs, batch: usize, depth: usize, value: &
         }
         done.fetch_add(n, Ordering::Relaxed);
     })
-}
-
-/// A YCSB-A batch of `len` operations: each reads or updates (even odds) the key `key`
-/// draws.
-pub(crate) fn ycsb_a_batch(
-    rng: &mut FastRng,
-    len: usize,
-    value: &[u8],
-    mut key: impl FnMut(&mut FastRng) -> [u8; 8],
-) -> Vec<Op> {
-    (0..len)
-        .map(|_| {
-            let k = key(rng);
-            if rng.below(2) == 0 {
-                Op::Get(k.to_vec())
-            } else {
-                Op::Insert(k.to_vec(), value.to_vec())
-            }
-        })
-        .collect()
 }
 
 /// Sends `ops`; an error answer is a bug of the executor.

@@ -313,6 +313,18 @@ impl<const N: usize> From<&[u8; N]> for Bytes {
     }
 }
 
+impl<const N: usize> From<[u8; N]> for Bytes {
+    /// ```
+    /// use contree::Bytes;
+    ///
+    /// assert_eq!(Bytes::from(7u32.to_be_bytes()), [0, 0, 0, 7]);
+    /// ```
+    #[inline]
+    fn from(bytes: [u8; N]) -> Self {
+        Self::copy_from_slice(&bytes)
+    }
+}
+
 impl From<Vec<u8>> for Bytes {
     /// Copies up to [`INLINE_CAPACITY`](Bytes::INLINE_CAPACITY) bytes inline (and frees the
     /// vector); a longer vector's buffer is kept, shrunk to its length if it has spare

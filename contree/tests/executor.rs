@@ -7,7 +7,8 @@
 //! Run: `cargo test -p contree --test executor`.
 
 use contree::{
-    Client, Config, Error, Executor, ExecutorConfig, Op, OpResult, RebalanceConfig, Rebalanced,
+    Bytes, Client, Config, Error, Executor, ExecutorConfig, Op, OpResult, RebalanceConfig,
+    Rebalanced,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -35,11 +36,12 @@ fn executor(workers: usize, boundaries: &[u64], page_size: usize) -> Executor {
 /// Applies `op`'s effect to `oracle` and returns the answer it must get.
 fn expect(oracle: &mut BTreeMap<Vec<u8>, Vec<u8>>, op: &Op) -> OpResult {
     Ok(match op {
-        Op::Get(k) => oracle.get(k).cloned(),
-        Op::Insert(k, v) => oracle.insert(k.clone(), v.clone()),
-        Op::Remove(k) => oracle.remove(k),
+        Op::Get(k) => oracle.get(k.as_slice()).cloned(),
+        Op::Insert(k, v) => oracle.insert(k.to_vec(), v.to_vec()),
+        Op::Remove(k) => oracle.remove(k.as_slice()),
         _ => unreachable!(),
-    })
+    }
+    .map(Bytes::from))
 }
 
 /// A random batch over the keys `c + n * clients` of client `c`, with repeated keys so that
@@ -49,9 +51,9 @@ fn batch(rng: &mut StdRng, c: u64, clients: u64, keys: u64, len: usize, round: u
         .map(|j| {
             let k = key(c + clients * rng.gen_range(0..keys));
             match rng.gen_range(0..10) {
-                0..=4 => Op::Insert(k, format!("{round}/{j}").into_bytes()),
-                5..=6 => Op::Remove(k),
-                _ => Op::Get(k),
+                0..=4 => Op::Insert(k.into(), format!("{round}/{j}").into_bytes().into()),
+                5..=6 => Op::Remove(k.into()),
+                _ => Op::Get(k.into()),
             }
         })
         .collect()
@@ -255,7 +257,7 @@ fn a_dropped_pipeline_carries_out_what_was_submitted() {
         let mut pipeline = client.pipeline(3);
         for i in 0..10u64 {
             let ops = (0..10)
-                .map(|j| Op::Insert(key(i * 10 + j), b"v".to_vec()))
+                .map(|j| Op::Insert(key(i * 10 + j).into(), b"v".into()))
                 .collect();
             let answers = pipeline.submit(ops);
             // The first three go out at once; then each submit waits for the oldest.
@@ -327,7 +329,9 @@ fn a_panicking_action_reaches_its_client_and_the_worker_goes_on() {
 fn ranges_cross_partitions_in_order() {
     let exec = executor(3, &[10, 20, 30, 40], 512);
     let mut client = exec.client();
-    let ops = (0..50u64).map(|i| Op::Insert(key(i), key(i * 2))).collect();
+    let ops = (0..50u64)
+        .map(|i| Op::Insert(key(i).into(), key(i * 2).into()))
+        .collect();
     assert!(client.execute(ops).iter().all(|r| r == &Ok(None)));
     let keys = |r: Vec<(Vec<u8>, Vec<u8>)>| -> Vec<u64> {
         r.into_iter()
@@ -519,7 +523,7 @@ fn rebalancing_inside_an_action_panics_clearly() {
 fn hot_load(client: &mut Client, rng: &mut StdRng, from: u64, width: u64, rounds: usize) {
     for _ in 0..rounds {
         let ops = (0..64)
-            .map(|_| Op::Insert(key(from + rng.gen_range(0..width)), b"v".to_vec()))
+            .map(|_| Op::Insert(key(from + rng.gen_range(0..width)).into(), b"v".into()))
             .collect();
         assert!(client.execute(ops).iter().all(Result::is_ok));
     }
@@ -614,9 +618,12 @@ fn clients_match_their_oracles_while_the_rebalancer_repartitions() {
                                 };
                                 let k = key(c + CLIENTS * n);
                                 match rng.gen_range(0..10) {
-                                    0..=4 => Op::Insert(k, format!("{round}/{j}").into_bytes()),
-                                    5 => Op::Remove(k),
-                                    _ => Op::Get(k),
+                                    0..=4 => Op::Insert(
+                                        k.into(),
+                                        format!("{round}/{j}").into_bytes().into(),
+                                    ),
+                                    5 => Op::Remove(k.into()),
+                                    _ => Op::Get(k.into()),
                                 }
                             })
                             .collect();

@@ -102,7 +102,7 @@ fn executor_workers_take_no_atomic_latch() {
     for chunk in (0..ops).collect::<Vec<_>>().chunks(64) {
         let batch = chunk
             .iter()
-            .map(|&i| contree::Op::Insert(key_u64(i * 7919 % ops), b"v".to_vec()))
+            .map(|&i| contree::Op::Insert(key_u64(i * 7919 % ops).into(), b"v".into()))
             .collect();
         assert!(client.execute(batch).iter().all(|r| r.is_ok()));
     }

@@ -36,15 +36,20 @@ const CUSTOMERS: u64 = 300;
 /// Most items per warehouse (TPC-C's 100,000).
 pub const MAX_ITEMS: u64 = 100_000;
 
-const WAREHOUSE: u8 = 1;
-const DISTRICT: u8 = 2;
-const CUSTOMER: u8 = 3;
-const STOCK: u8 = 4;
-const ITEM: u8 = 5;
-const ORDER: u8 = 6;
-const NEW_ORDER: u8 = 7;
-const ORDER_LINE: u8 = 8;
-const HISTORY: u8 = 9;
+/// The table tags, the first byte of every key.
+pub const WAREHOUSE: u8 = 1;
+pub const DISTRICT: u8 = 2;
+pub const CUSTOMER: u8 = 3;
+pub const STOCK: u8 = 4;
+pub const ITEM: u8 = 5;
+pub const ORDER: u8 = 6;
+pub const NEW_ORDER: u8 = 7;
+pub const ORDER_LINE: u8 = 8;
+pub const HISTORY: u8 = 9;
+/// Every table tag, ascending.
+pub const TAGS: [u8; 9] = [
+    WAREHOUSE, DISTRICT, CUSTOMER, STOCK, ITEM, ORDER, NEW_ORDER, ORDER_LINE, HISTORY,
+];
 
 /// A composite key of up to 24 bytes on the stack.
 struct Key {
@@ -101,6 +106,18 @@ impl Tpcc {
             warehouses,
             params,
         }
+    }
+}
+
+impl Tpcc {
+    /// The number of warehouses.
+    pub fn warehouses(&self) -> u64 {
+        self.warehouses
+    }
+
+    /// The number of items (and of stock rows per warehouse).
+    pub fn items(&self) -> u64 {
+        self.items
     }
 }
 

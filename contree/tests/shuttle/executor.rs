@@ -10,7 +10,7 @@
 //! value. Publishing new routes before the new owner has its partition, or a worker that
 //! carries out a batch routed before it took a key back, fails this model.
 
-use contree::{Executor, ExecutorConfig, Op, OpResult};
+use contree::{Bytes, Executor, ExecutorConfig, Op, OpResult};
 use shuttle::rand::{thread_rng, Rng};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -33,9 +33,9 @@ fn client_run(exec: &Executor, c: usize) {
             .map(|j| {
                 let k = keys[rng.gen_range(0..2)].clone();
                 match rng.gen_range(0..3) {
-                    0 => Op::Get(k),
-                    1 => Op::Remove(k),
-                    _ => Op::Insert(k, vec![c as u8, round, j]),
+                    0 => Op::Get(k.into()),
+                    1 => Op::Remove(k.into()),
+                    _ => Op::Insert(k.into(), [c as u8, round, j].into()),
                 }
             })
             .collect();
@@ -43,11 +43,12 @@ fn client_run(exec: &Executor, c: usize) {
             .iter()
             .map(|op| {
                 Ok(match op {
-                    Op::Get(k) => oracle.get(k).cloned(),
-                    Op::Insert(k, v) => oracle.insert(k.clone(), v.clone()),
-                    Op::Remove(k) => oracle.remove(k),
+                    Op::Get(k) => oracle.get(k.as_slice()).cloned(),
+                    Op::Insert(k, v) => oracle.insert(k.to_vec(), v.to_vec()),
+                    Op::Remove(k) => oracle.remove(k.as_slice()),
                     _ => unreachable!(),
-                })
+                }
+                .map(Bytes::from))
             })
             .collect();
         wants.push_back(want);

@@ -9,6 +9,7 @@ use super::worker::{
 };
 use crate::error::Error;
 use crate::sync::seam::channel::{self, Receiver, Sender};
+use crate::Bytes;
 use std::any::Any;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -105,11 +106,11 @@ impl Client {
     /// let exec = Executor::new(2).unwrap();
     /// let mut client = exec.client();
     /// let answers = client.execute(vec![
-    ///     Op::Insert(b"k".to_vec(), b"v".to_vec()),
-    ///     Op::Get(b"k".to_vec()),
-    ///     Op::Remove(b"k".to_vec()),
+    ///     Op::Insert(b"k".into(), b"v".into()),
+    ///     Op::Get(b"k".into()),
+    ///     Op::Remove(b"k".into()),
     /// ]);
-    /// assert_eq!(answers, vec![Ok(None), Ok(Some(b"v".to_vec())), Ok(Some(b"v".to_vec()))]);
+    /// assert_eq!(answers, vec![Ok(None), Ok(Some(b"v".into())), Ok(Some(b"v".into()))]);
     /// ```
     pub fn execute(&mut self, ops: Vec<Op>) -> Vec<OpResult> {
         Self::not_on_a_worker("execute");
@@ -134,17 +135,20 @@ impl Client {
 
     /// The value of `key`.
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Get(key.to_vec()))
+        self.one(Op::Get(key.into()))
+            .map(|v| v.map(Bytes::into_vec))
     }
 
     /// Inserts or replaces the value of `key`; returns the previous one.
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Insert(key.to_vec(), value.to_vec()))
+        self.one(Op::Insert(key.into(), value.into()))
+            .map(|v| v.map(Bytes::into_vec))
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Remove(key.to_vec()))
+        self.one(Op::Remove(key.into()))
+            .map(|v| v.map(Bytes::into_vec))
     }
 
     /// Runs `f` on the worker that owns `key`, with a [`Local`] view of the partition that

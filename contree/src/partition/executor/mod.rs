@@ -132,7 +132,7 @@ pub struct ExecutorStats {
 /// .unwrap();
 /// let mut client = exec.client();
 /// let batch = (0u32..1000)
-///     .map(|i| Op::Insert(i.to_be_bytes().to_vec(), b"v".to_vec()))
+///     .map(|i| Op::Insert(i.to_be_bytes().into(), b"v".into()))
 ///     .collect();
 /// assert!(client.execute(batch).iter().all(|r| r == &Ok(None)));
 /// assert_eq!(client.get(&7u32.to_be_bytes()).unwrap(), Some(b"v".to_vec()));

@@ -40,7 +40,7 @@ use std::collections::VecDeque;
 /// let mut answered = 0;
 /// for round in 0u32..10 {
 ///     let batch = (0u32..64)
-///         .map(|i| Op::Insert((round * 64 + i).to_be_bytes().to_vec(), b"v".to_vec()))
+///         .map(|i| Op::Insert((round * 64 + i).to_be_bytes().into(), b"v".into()))
 ///         .collect();
 ///     // Once four batches are in flight, each submit hands back the oldest one's answers.
 ///     if let Some(answers) = pipeline.submit(batch) {
@@ -262,7 +262,7 @@ mod tests {
             let batch = Batch {
                 ticket: 7,
                 epoch,
-                ops: vec![(0, Op::Insert(b"a".to_vec(), b"v".to_vec()))],
+                ops: vec![(0, Op::Insert(b"a".into(), b"v".into()))],
                 reply: client.tx.clone(),
             };
             exec.control.hub.queues[0].send(Msg::Batch(batch)).unwrap();

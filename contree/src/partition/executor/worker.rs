@@ -12,7 +12,7 @@ use super::routes::{Owned, Span};
 use crate::error::Error;
 use crate::sync::owner::OwnerMode;
 use crate::sync::seam::channel::{Receiver, Sender};
-use crate::{PartitionedTree, Tree};
+use crate::{Bytes, PartitionedTree, Tree};
 use std::any::Any;
 use std::ops::Bound;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,15 +20,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One operation of a request to the [`Executor`](crate::Executor).
+///
+/// Keys and values are [`Bytes`]: up to [`Bytes::INLINE_CAPACITY`] (22) bytes are stored
+/// inline, so a batch of short keys and values costs no allocation per operation (build
+/// them with `.into()` from byte strings, arrays, slices or vectors).
+///
+/// ```
+/// use contree::Op;
+/// let op = Op::Insert(b"key".into(), 7u64.to_be_bytes().into());
+/// assert_eq!(op.key(), b"key");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Op {
     /// The value of a key (`Ok(None)`: absent).
-    Get(Vec<u8>),
+    Get(Bytes),
     /// Inserts or replaces a value; answers the previous one.
-    Insert(Vec<u8>, Vec<u8>),
+    Insert(Bytes, Bytes),
     /// Removes a key; answers the removed value.
-    Remove(Vec<u8>),
+    Remove(Bytes),
 }
 
 impl Op {
@@ -40,8 +50,9 @@ impl Op {
     }
 }
 
-/// The answer to one [`Op`]: the value read, replaced or removed.
-pub type OpResult = Result<Option<Vec<u8>>, Error>;
+/// The answer to one [`Op`]: the value read, replaced or removed (inline in the [`Bytes`]
+/// when it is short).
+pub type OpResult = Result<Option<Bytes>, Error>;
 
 /// An entry of a range answer of the executor: a key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
@@ -276,11 +287,14 @@ pub(super) fn empty(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
     }
 }
 
+/// Carries out `op` on `tree`. A read copies the value straight into the answer (no
+/// allocation for a short one); the old value of an insert or a removal comes from the
+/// tree as a vector and moves inline when it is short.
 fn apply(tree: &Tree, op: Op) -> OpResult {
     match op {
-        Op::Get(k) => Ok(tree.get(&k)),
-        Op::Insert(k, v) => tree.insert(&k, &v),
-        Op::Remove(k) => Ok(tree.remove(&k)),
+        Op::Get(k) => Ok(tree.get_with(&k, Bytes::copy_from_slice)),
+        Op::Insert(k, v) => tree.insert(&k, &v).map(|old| old.map(Bytes::from)),
+        Op::Remove(k) => Ok(tree.remove(&k).map(Bytes::from)),
     }
 }
 
