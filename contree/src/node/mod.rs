@@ -70,6 +70,7 @@ use crate::blob::{self, Stub, STUB_LEN};
 use crate::page::{Directory, PageId};
 use crate::sync::Restart;
 use raw::RawPage;
+use std::mem::MaybeUninit;
 
 /// The level of a multi-rooted tree's partition table (`crate::partition`): an inner node
 /// above the partitions' roots, whose separators are the partition boundaries and whose
@@ -665,21 +666,27 @@ impl Node {
         self.page.append_to(e.value_off, e.value_len, out)
     }
 
-    /// Copies the value of entry `i` into the front of `buf` and returns its length, or
-    /// `None` (copying nothing) if it is longer than `buf` or out of line.
+    /// Copies the value of entry `i` into the front of `buf` (initialising those bytes)
+    /// and returns its length, or `None` (copying nothing) if it is longer than `buf` or
+    /// out of line.
     #[inline]
-    pub(crate) fn copy_value(&self, i: usize, buf: &mut [u8]) -> Result<Option<usize>, Restart> {
+    pub(crate) fn copy_value(
+        &self,
+        i: usize,
+        buf: &mut [MaybeUninit<u8>],
+    ) -> Result<Option<usize>, Restart> {
         let e = self.entry(i)?;
-        if e.stub {
+        if e.stub || e.value_len > buf.len() {
             return Ok(None);
         }
-        match buf.get_mut(..e.value_len) {
-            Some(dst) => {
-                self.page.copy_to(e.value_off, dst)?;
-                Ok(Some(e.value_len))
-            }
-            None => Ok(None),
+        // SAFETY: `buf` is valid for `value_len <= buf.len()` bytes of writes (any bytes
+        // are valid `MaybeUninit<u8>`s) and, a caller's own buffer, does not overlap the
+        // page; `copy_to_ptr` checks the source range against the page.
+        unsafe {
+            self.page
+                .copy_to_ptr(e.value_off, e.value_len, buf.as_mut_ptr().cast())?;
         }
+        Ok(Some(e.value_len))
     }
 
     /// The child id at slot `i` of an inner node (or `upper_child` for `i == count`).

@@ -5,6 +5,7 @@ use crate::ops::lines::LineRead;
 use crate::side::Side;
 use crate::sync::{OptimisticGuard, Restart};
 use crate::Tree;
+use std::mem::MaybeUninit;
 
 /// Values up to this many bytes are copied by [`Tree::get_with`] to the stack; larger ones to
 /// a heap buffer.
@@ -269,16 +270,18 @@ impl Tree {
     /// assert_eq!(tree.get(b"copy"), Some(b"hello".to_vec()));
     /// ```
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let mut buf = [0u8; GET_WITH_INLINE];
-        let read = |buf: &mut [u8; GET_WITH_INLINE], leaf: Node, pos, found: bool| {
+        // Not zeroed: a value is copied over its front (the stack buffer costs nothing).
+        let mut buf = [MaybeUninit::<u8>::uninit(); GET_WITH_INLINE];
+        let read = |buf: &mut [MaybeUninit<u8>; GET_WITH_INLINE], leaf: Node, pos, found: bool| {
             found.then(|| leaf.copy_value(pos, buf)).transpose()
         };
-        let from_side = |buf: &mut [u8; GET_WITH_INLINE], v: Option<&[u8]>| {
+        let from_side = |buf: &mut [MaybeUninit<u8>; GET_WITH_INLINE], v: Option<&[u8]>| {
             v.map(|v| {
-                (v.len() <= GET_WITH_INLINE).then(|| {
-                    buf[..v.len()].copy_from_slice(v);
-                    v.len()
-                })
+                let dst = buf.get_mut(..v.len())?;
+                for (d, &s) in dst.iter_mut().zip(v) {
+                    d.write(s);
+                }
+                Some(v.len())
             })
         };
         // As `by_numa!`, around the read alone: `f` stays out of the out-of-line call
@@ -290,7 +293,12 @@ impl Tree {
         };
         match inline {
             None => None,
-            Some(Some(len)) => Some(f(&buf[..len])),
+            Some(Some(len)) => {
+                // SAFETY: `read` or `from_side` answered `len`: they initialised
+                // `buf[..len]` (`copy_value` and the loop above write exactly that front).
+                let v = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), len) };
+                Some(f(v))
+            }
             Some(None) => {
                 // Too large for the stack copy: copy it to the heap.
                 let mut heap = Vec::new();
