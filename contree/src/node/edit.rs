@@ -247,22 +247,34 @@ impl NodeMut<'_> {
     /// [`insert_stored`](NodeMut::insert_stored) with the form known at compile time, so
     /// that the inline inserts pay nothing for stubs.
     fn insert_stored_as<const STUB: bool>(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
-        if self.count() == 0 && self.prefix().expect("writable") != key {
-            let lower = self.lower_fence().expect("writable");
-            let upper = self.upper_fence().expect("writable");
-            let upper_child = self.upper_child();
-            let policy = self.policy_area();
-            let len = edge_prefix_len(lower.as_deref(), upper.as_deref(), key);
-            self.init(
-                self.level(),
-                lower.as_deref(),
-                upper.as_deref(),
-                &key[..len],
-            );
-            self.set_upper_child(upper_child);
-            self.set_policy_area(policy);
+        if self.count() == 0 {
+            self.reprefix_empty(key);
         }
         self.insert_at_stored::<STUB>(pos, key, value)
+    }
+
+    /// Before the first entry of an empty node: gives the node the prefix its fences and
+    /// `key` allow (an edge node's is bounded: see `edge_prefix_len`), unless it has
+    /// `key` itself as its prefix.
+    #[cold]
+    #[inline(never)]
+    fn reprefix_empty(&mut self, key: &[u8]) {
+        if self.prefix().expect("writable") == key {
+            return;
+        }
+        let lower = self.lower_fence().expect("writable");
+        let upper = self.upper_fence().expect("writable");
+        let upper_child = self.upper_child();
+        let policy = self.policy_area();
+        let len = edge_prefix_len(lower.as_deref(), upper.as_deref(), key);
+        self.init(
+            self.level(),
+            lower.as_deref(),
+            upper.as_deref(),
+            &key[..len],
+        );
+        self.set_upper_child(upper_child);
+        self.set_policy_area(policy);
     }
 
     /// Inserts `key`/`value` at `pos` (which must keep the order). Returns false, changing
@@ -302,7 +314,7 @@ impl NodeMut<'_> {
     }
 
     /// Writes one entry; there must be contiguous room for it.
-    #[inline]
+    #[inline(always)]
     fn insert_suffix_at(&mut self, pos: usize, suffix: &[u8], value: &[u8], stub: bool) {
         let count = self.count();
         let heap_len = stored_entry_space(suffix.len(), value.len(), stub) - SLOT;
