@@ -116,23 +116,22 @@ impl Mix {
     /// Loads the shared tree (YCSB-A: `tree`; tpcc-index: its own adapter's tree) and the
     /// executor, through `loader`, with the same records.
     pub fn load(&self, tree: &Tree, loader: &mut Client) -> Result<(), String> {
-        let ops: Vec<Op> = match self {
+        // YCSB-A's records are made as they are sent (not all held at once).
+        let ops: Box<dyn Iterator<Item = Op>> = match self {
             Mix::YcsbA { records } => {
                 for i in 0..*records {
                     tree.insert(&key(i), &VALUE).map_err(|e| e.to_string())?;
                 }
-                (0..*records)
-                    .map(|i| Op::Insert(key(i).into(), VALUE.into()))
-                    .collect()
+                Box::new((0..*records).map(|i| Op::Insert(key(i).into(), VALUE.into())))
             }
             Mix::Tpcc { tpcc, index } => {
                 tpcc.setup(&**index, 2);
                 let recorder = Recorder::default();
                 tpcc.setup(&recorder, 1);
-                recorder.take()
+                Box::new(recorder.take().into_iter())
             }
         };
-        let mut ops = ops.into_iter().peekable();
+        let mut ops = ops.peekable();
         while ops.peek().is_some() {
             for r in loader.execute(ops.by_ref().take(1024).collect()) {
                 r.map_err(|e| e.to_string())?;
