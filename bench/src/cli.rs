@@ -284,6 +284,10 @@ pub struct TpcArgs {
     /// Batches each client keeps in flight in the pipelined row (`Client::pipeline`).
     #[arg(long, default_value_t = 4)]
     pub depth: usize,
+    /// Microseconds a waiting worker or client polls its channel before it parks
+    /// (`ExecutorConfig::poll`; 0 parks at once).
+    #[arg(long, default_value_t = 50)]
+    pub poll_us: u64,
     /// Seconds per run.
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,

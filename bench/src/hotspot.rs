@@ -88,6 +88,7 @@ fn executor(args: &HotspotArgs, rebalance: bool) -> Result<Executor, String> {
         boundaries,
         tree: Config::default(),
         rebalance: rebalance.then(RebalanceConfig::default),
+        ..ExecutorConfig::default()
     })
     .map_err(|e| e.to_string())?;
     let mut loader = exec.client();

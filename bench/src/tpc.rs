@@ -64,6 +64,7 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
         tree: Config::default(),
         // The partitions stay as they start (and no slice latches).
         rebalance: None,
+        poll: std::time::Duration::from_micros(args.poll_us),
     })
     .map_err(|e| e.to_string())?;
     mix.load(&tree, &mut exec.client())?;
@@ -134,8 +135,9 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
     }
     let stats = exec.stats();
     println!(
-        "executor: requests per worker {:?}, messages per worker {:?}, moved {:?}",
-        stats.requests, stats.messages, stats.moved
+        "executor: requests per worker {:?}, messages per worker {:?}, parks per worker {:?}, \
+         moved {:?}",
+        stats.requests, stats.messages, stats.parks, stats.moved
     );
     exec.check_invariants()?;
     Ok(())

@@ -29,6 +29,7 @@ fn executor(workers: usize, boundaries: &[u64], page_size: usize) -> Executor {
             ..Config::default()
         },
         rebalance: None,
+        ..ExecutorConfig::default()
     })
     .unwrap()
 }
@@ -411,6 +412,43 @@ fn shutdown_answers_or_refuses_every_request() {
         });
         // What was answered is in the tree; what was refused is not.
         same_as_oracles(&tree, oracles, &format!("round {round}"));
+    }
+}
+
+/// `ExecutorConfig::poll`: zero parks a worker at every empty queue, a long poll never
+/// (while the test runs); both answer every request as the oracle does.
+#[test]
+fn waiting_workers_poll_their_queue_before_they_park() {
+    for (poll, parks_each_time) in [(Duration::ZERO, true), (Duration::from_secs(30), false)] {
+        let exec = Executor::with_config(ExecutorConfig {
+            workers: 2,
+            boundaries: vec![key(500)],
+            rebalance: None,
+            poll,
+            ..ExecutorConfig::default()
+        })
+        .unwrap();
+        let mut client = exec.client();
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut oracle = BTreeMap::new();
+        for round in 0..200 {
+            let ops = batch(&mut rng, 0, 1, 1000, 1 + round as usize % 8, round);
+            let want: Vec<OpResult> = ops.iter().map(|op| expect(&mut oracle, op)).collect();
+            assert_eq!(client.execute(ops), want, "poll {poll:?}, round {round}");
+        }
+        let stats = exec.stats();
+        let (parks, messages): (u64, u64) = (stats.parks.iter().sum(), stats.messages.iter().sum());
+        assert!(messages >= 200, "{stats:?}");
+        if parks_each_time {
+            // Every message but those already queued when the worker looked was waited for.
+            assert!(
+                parks >= 200,
+                "poll {poll:?}: {parks} parks for {messages} messages"
+            );
+        } else {
+            assert_eq!(parks, 0, "poll {poll:?}: {stats:?}");
+        }
+        exec.check_invariants().unwrap();
     }
 }
 

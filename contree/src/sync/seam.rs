@@ -45,6 +45,45 @@ pub(crate) mod channel {
 /// Shuttle's channels behind crossbeam's names. The executor's bounded channels carry one
 /// answer each (or none: the rebalancer's stop signal is a drop), so an unbounded channel
 /// stands in for them.
+/// Receives from `rx` (`None` once every sender is gone), polling it for up to `poll`
+/// first, yielding the CPU between polls, before parking on it: the executor's workers and
+/// waiting clients (`ExecutorConfig::poll`). A thread woken from a park pays the
+/// scheduler's wake-up (tens of microseconds on a virtual machine whose other cores
+/// idle); a poll that finds the answer pays nothing, and the yields let the threads that
+/// share its core run. Returns also whether it parked.
+#[cfg(not(feature = "shuttle"))]
+pub(crate) fn recv_polling<T>(
+    rx: &channel::Receiver<T>,
+    poll: std::time::Duration,
+) -> (Option<T>, bool) {
+    use crossbeam_channel::TryRecvError;
+    if !poll.is_zero() {
+        let start = std::time::Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(m) => return (Some(m), false),
+                Err(TryRecvError::Disconnected) => return (None, false),
+                Err(TryRecvError::Empty) => {}
+            }
+            if start.elapsed() >= poll {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+    (rx.recv().ok(), true)
+}
+
+/// Under Shuttle a receive parks at once: the polls would only add schedule points that
+/// decide nothing (a poll that finds nothing changes no state).
+#[cfg(feature = "shuttle")]
+pub(crate) fn recv_polling<T>(
+    rx: &channel::Receiver<T>,
+    _poll: std::time::Duration,
+) -> (Option<T>, bool) {
+    (rx.recv().ok(), true)
+}
+
 #[cfg(feature = "shuttle")]
 pub(crate) mod channel {
     pub(crate) use shuttle::sync::mpsc::{Receiver, RecvTimeoutError, Sender};

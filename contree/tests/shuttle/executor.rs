@@ -76,6 +76,8 @@ fn executor_pipelines_keep_each_clients_order_through_moves() {
                 boundaries: vec![b"m".to_vec()],
                 tree: super::small_config(),
                 rebalance: None,
+                // Under Shuttle a wait parks at once whatever this says.
+                poll: std::time::Duration::ZERO,
             })
             .unwrap(),
         );

@@ -9,6 +9,7 @@ use super::worker::{
 };
 use crate::error::Error;
 use crate::sync::seam::channel::{self, Receiver, Sender};
+use crate::sync::seam::recv_polling;
 use crate::Bytes;
 use std::any::Any;
 use std::ops::Bound;
@@ -18,6 +19,8 @@ use std::sync::Arc;
 pub(super) struct Hub {
     pub queues: Vec<Sender<Msg>>,
     pub routes: Published,
+    /// How long a client polls for an answer before it parks (`ExecutorConfig::poll`).
+    pub poll: std::time::Duration,
 }
 
 /// A handle that sends requests to an [`Executor`](crate::Executor)'s workers and waits
@@ -188,16 +191,16 @@ impl Client {
                 reply,
             };
             let _ = self.hub.queues[worker].send(Msg::Action(action));
-            match answer.recv() {
-                Ok(ActionAnswer::Done(Ok(out))) => {
+            match recv_polling(&answer, self.hub.poll).0 {
+                Some(ActionAnswer::Done(Ok(out))) => {
                     return Ok(*out.downcast::<R>().expect("the action's own type"))
                 }
-                Ok(ActionAnswer::Done(Err(panic))) => std::panic::resume_unwind(panic),
-                Ok(ActionAnswer::Moved(back)) => {
+                Some(ActionAnswer::Done(Err(panic))) => std::panic::resume_unwind(panic),
+                Some(ActionAnswer::Moved(back)) => {
                     f = back;
                     crate::sync::seam::yield_now();
                 }
-                Ok(ActionAnswer::Stopped) | Err(_) => return Err(Error::ExecutorStopped),
+                Some(ActionAnswer::Stopped) | None => return Err(Error::ExecutorStopped),
             }
         }
     }
@@ -261,13 +264,13 @@ impl Client {
                     reply: Some(reply),
                 };
                 let _ = self.hub.queues[worker].send(Msg::Range(scan));
-                match answer.recv() {
-                    Ok(RangeAnswer::Done(entries)) => out.extend(entries),
-                    Ok(RangeAnswer::Moved) => {
+                match recv_polling(&answer, self.hub.poll).0 {
+                    Some(RangeAnswer::Done(entries)) => out.extend(entries),
+                    Some(RangeAnswer::Moved) => {
                         crate::sync::seam::yield_now();
                         continue;
                     }
-                    Ok(RangeAnswer::Stopped) | Err(_) => return Err(Error::ExecutorStopped),
+                    Some(RangeAnswer::Stopped) | None => return Err(Error::ExecutorStopped),
                 }
             }
             // On to the next partition, if the range goes on past this one.

@@ -20,6 +20,7 @@
 use super::client::Client;
 use super::routes::Routes;
 use super::worker::{Answer, Batch, Msg, Op, OpResult, Part};
+use crate::sync::seam::recv_polling;
 use std::collections::VecDeque;
 
 /// Batches of one [`Client`] in flight at once: [`submit`](Self::submit) sends a batch
@@ -182,7 +183,9 @@ impl<'c> Pipeline<'c> {
 
     /// Receives one part and files its answers under its batch.
     fn receive(&mut self) {
-        let part: Part = self.client.rx.recv().expect("the client holds a sender");
+        let part: Part = recv_polling(&self.client.rx, self.client.hub.poll)
+            .0
+            .expect("the client holds a sender");
         let pending = self
             .pending
             .iter_mut()

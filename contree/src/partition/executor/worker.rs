@@ -12,6 +12,7 @@ use super::routes::{Owned, Span};
 use crate::error::Error;
 use crate::sync::owner::OwnerMode;
 use crate::sync::seam::channel::{Receiver, Sender};
+use crate::sync::seam::recv_polling;
 use crate::{Bytes, PartitionedTree, Tree};
 use std::any::Any;
 use std::ops::Bound;
@@ -173,6 +174,7 @@ pub(super) struct WorkerCounters {
     pub requests: AtomicU64,
     pub messages: AtomicU64,
     pub moved: AtomicU64,
+    pub parks: AtomicU64,
 }
 
 /// The view of an action: the partition it runs on, through its worker's latch-free
@@ -302,7 +304,7 @@ fn apply(tree: &Tree, op: Op) -> OpResult {
 pub(super) fn run(
     tree: Arc<PartitionedTree>,
     id: usize,
-    rx: Receiver<Msg>,
+    (rx, poll): (Receiver<Msg>, std::time::Duration),
     (spans, epoch): (Vec<Span>, u64),
     counters: Arc<[WorkerCounters]>,
 ) {
@@ -316,7 +318,12 @@ pub(super) fn run(
     let _mode = unsafe { OwnerMode::enter(tree.table_latch_addr()) };
     let tree_ref = tree.as_tree();
     let mut owned = Owned::new(spans, epoch);
-    while let Ok(msg) = rx.recv() {
+    loop {
+        let (msg, parked) = recv_polling(&rx, poll);
+        if parked {
+            counters.parks.fetch_add(1, Ordering::Relaxed);
+        }
+        let Some(msg) = msg else { break };
         counters.messages.fetch_add(1, Ordering::Relaxed);
         match msg {
             Msg::Batch(mut batch) => {
