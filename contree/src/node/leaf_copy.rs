@@ -146,6 +146,16 @@ impl LeafCopy {
         Ok(())
     }
 
+    /// Frees the byte buffers (out-of-line values, long keys) whose capacity exceeds
+    /// `max`, before the copy is kept for a later cursor (`ops::cursor_kit`).
+    pub(crate) fn trim(&mut self, max: usize) {
+        for b in [&mut self.blob, &mut self.spare, &mut self.long_key] {
+            if b.capacity() > max {
+                *b = Vec::new();
+            }
+        }
+    }
+
     /// Writes the key template from the copy's prefix (so that a copy that fails
     /// validation and is loaded again gets its own).
     fn set_template(&mut self) {

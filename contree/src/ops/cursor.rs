@@ -21,8 +21,9 @@
 //! held while the caller looks at them, so the caller may call into the tree (even write
 //! to it) between moves.
 
+use super::cursor_kit::{self, Kit};
 use crate::engine::{Target, TreeCore};
-use crate::node::{pagebuf, LeafCopy, Node, Place};
+use crate::node::{Node, Place};
 use crate::page::Directory;
 use crate::sync::{Backoff, OptimisticGuard, Restart};
 use crate::{Bytes, Tree};
@@ -43,19 +44,17 @@ pub struct Cursor<'t> {
     tree: &'t TreeCore,
     /// The tree, for the side structure's merge before each seek (`side`).
     owner: &'t Tree,
-    /// The copy of the leaf the current entry was read from (while positioned).
-    leaf: LeafCopy,
-    /// The current key (while positioned); it starts with the prefix of `leaf`.
-    key: Vec<u8>,
-    /// Where the current value lies in `leaf`.
+    /// The buffers (kept per thread from one cursor to the next, `cursor_kit`): the copy of
+    /// the leaf the current entry was read from (`leaf`, while positioned), the current key
+    /// (`key`, while positioned; it starts with the prefix of `leaf`), the key a descent
+    /// starts from (`seek`) and a fence a descent moves on to while `seek` may still be
+    /// needed (`fence`).
+    kit: Kit,
+    /// Where the current value lies in `kit.leaf`.
     value: Place,
     positioned: bool,
-    /// The snapshot of the leaf behind `leaf`, while the leaf may still be unchanged.
+    /// The snapshot of the leaf behind `kit.leaf`, while the leaf may still be unchanged.
     at: Option<At<'t>>,
-    /// Scratch: the key a descent starts from.
-    seek: Vec<u8>,
-    /// Scratch: a fence a descent moves on to, while `seek` may still be needed.
-    fence: Vec<u8>,
 }
 
 /// Where the current entry came from: the snapshot the leaf copy was validated against, the
@@ -81,8 +80,7 @@ enum Seek {
 
 impl Drop for Cursor<'_> {
     fn drop(&mut self) {
-        pagebuf::give_bytes(std::mem::take(&mut self.key));
-        pagebuf::give_bytes(std::mem::take(&mut self.seek));
+        cursor_kit::give(std::mem::take(&mut self.kit));
     }
 }
 
@@ -99,13 +97,10 @@ impl<'t> Cursor<'t> {
         Cursor {
             tree: &owner.core,
             owner,
-            leaf: LeafCopy::default(),
-            key: pagebuf::take_bytes(),
+            kit: cursor_kit::take(),
             value: Place::default(),
             positioned: false,
             at: None,
-            seek: pagebuf::take_bytes(),
-            fence: Vec::new(),
         }
     }
 
@@ -184,10 +179,10 @@ impl<'t> Cursor<'t> {
 
     /// Sets the seek key to `key` (with a zero byte appended if `zero`) and descends.
     fn seek_by(&mut self, key: &[u8], zero: bool, how: Seek) -> bool {
-        self.seek.clear();
-        self.seek.extend_from_slice(key);
+        self.kit.seek.clear();
+        self.kit.seek.extend_from_slice(key);
         if zero {
-            self.seek.push(0);
+            self.kit.seek.push(0);
         }
         self.load(how)
     }
@@ -257,7 +252,7 @@ impl<'t> Cursor<'t> {
     #[inline]
     pub fn entry(&self) -> Option<(&[u8], &[u8])> {
         self.positioned
-            .then(|| (self.key.as_slice(), self.leaf.value(self.value)))
+            .then(|| (self.kit.key.as_slice(), self.kit.leaf.value(self.value)))
     }
 
     /// The key of the current entry.
@@ -273,7 +268,7 @@ impl<'t> Cursor<'t> {
     /// ```
     #[inline]
     pub fn key(&self) -> Option<&[u8]> {
-        self.positioned.then_some(self.key.as_slice())
+        self.positioned.then_some(self.kit.key.as_slice())
     }
 
     /// The value of the current entry.
@@ -289,7 +284,7 @@ impl<'t> Cursor<'t> {
     /// ```
     #[inline]
     pub fn value(&self) -> Option<&[u8]> {
-        self.positioned.then(|| self.leaf.value(self.value))
+        self.positioned.then(|| self.kit.leaf.value(self.value))
     }
 
     /// Moves to the next entry (in key order); returns whether there is one. An
@@ -364,16 +359,16 @@ impl<'t> Cursor<'t> {
         if !self.positioned {
             return ControlFlow::Continue(());
         }
-        f(&self.key, self.leaf.value(self.value))?;
+        f(&self.kit.key, self.kit.leaf.value(self.value))?;
         let Some(at) = &mut self.at else {
             return ControlFlow::Continue(());
         };
         let guard = &at.guard;
         let validate = || guard.validate();
-        let (last, flow, stale) = self.leaf.walk::<FORWARD, R>(
+        let (last, flow, stale) = self.kit.leaf.walk::<FORWARD, R>(
             at.index,
             at.count,
-            &mut self.key,
+            &mut self.kit.key,
             (self.tree.directory(), &validate, self.tree.has_long_keys()),
             f,
         );
@@ -405,7 +400,7 @@ impl<'t> Cursor<'t> {
         if index >= at.count {
             return None;
         }
-        self.leaf.copy_short(index)
+        self.kit.leaf.copy_short(index)
     }
 
     /// Moves the cursor onto the entry `ahead` places after (`FORWARD`) or before the
@@ -427,7 +422,7 @@ impl<'t> Cursor<'t> {
         // with the copy's prefix), so this cannot fail. (If it did, the cursor would forget
         // the leaf and descend again from its current key, handing out the skipped
         // entries a second time.)
-        match self.leaf.read_inline(index, &mut self.key) {
+        match self.kit.leaf.read_inline(index, &mut self.kit.key) {
             Some(place) => {
                 at.index = index;
                 self.value = place;
@@ -450,7 +445,7 @@ impl<'t> Cursor<'t> {
                 self.at = None;
                 return false;
             }
-            if let Some(place) = self.leaf.read_inline(index, &mut self.key) {
+            if let Some(place) = self.kit.leaf.read_inline(index, &mut self.kit.key) {
                 at.index = index;
                 self.value = place;
                 return true;
@@ -459,12 +454,13 @@ impl<'t> Cursor<'t> {
         }
         // An out-of-line value is fetched first, then the snapshot validated for both.
         let fetched = self
+            .kit
             .leaf
             .fetch(index, self.tree.directory(), self.tree.has_long_keys());
         if fetched.is_ok() && at.guard.validate().is_ok() {
-            if let Some(place) = self.leaf.read(index, true, &mut self.key) {
+            if let Some(place) = self.kit.leaf.read(index, true, &mut self.kit.key) {
                 at.index = index;
-                self.value = self.leaf.adopt(place);
+                self.value = self.kit.leaf.adopt(place);
                 return true;
             }
         }
@@ -490,7 +486,7 @@ impl<'t> Cursor<'t> {
             return match self.fence(&at, true) {
                 Ok(false) => self.unposition(),
                 Ok(true) => {
-                    self.seek.push(0);
+                    self.kit.seek.push(0);
                     self.load(Seek::AtOrAfter)
                 }
                 Err(Restart) => self.reseek_from_current(true),
@@ -516,11 +512,11 @@ impl<'t> Cursor<'t> {
     /// Copies the upper (`upper`) or lower fence of the leaf copy into `seek` as a whole
     /// key (see [`whole_fence`]), validating the leaf that `at` holds the snapshot of.
     fn fence(&mut self, at: &At<'_>, upper: bool) -> Result<bool, Restart> {
-        let node = self.leaf.node();
+        let node = self.kit.leaf.node();
         whole_fence(
             &node,
             upper,
-            &mut self.seek,
+            &mut self.kit.seek,
             self.tree.directory(),
             &at.guard,
         )
@@ -528,10 +524,10 @@ impl<'t> Cursor<'t> {
 
     /// Descends to the entry after (`forward`) or before the current key.
     fn reseek_from_current(&mut self, forward: bool) -> bool {
-        self.seek.clear();
-        self.seek.extend_from_slice(&self.key);
+        self.kit.seek.clear();
+        self.kit.seek.extend_from_slice(&self.kit.key);
         if forward {
-            self.seek.push(0);
+            self.kit.seek.push(0);
             self.load(Seek::AtOrAfter)
         } else {
             self.load(Seek::Below)
@@ -552,7 +548,7 @@ impl<'t> Cursor<'t> {
         // the CPU.
         let mut backoff = Backoff::default();
         loop {
-            let (seek, copy) = (&self.seek, &mut self.leaf);
+            let (seek, copy) = (&self.kit.seek, &mut self.kit.leaf);
             let guard = tree.retry(|| {
                 let (node, guard) = match how {
                     Seek::Last => {
@@ -566,8 +562,8 @@ impl<'t> Cursor<'t> {
                 Ok(guard)
             });
             // The copy is validated: its search and reads see one consistent leaf.
-            let node = self.leaf.node();
-            let count = self.leaf.count();
+            let node = self.kit.leaf.node();
+            let count = self.kit.leaf.count();
             let dir = tree.directory();
             let searched = match how {
                 Seek::Last => Ok(count.checked_sub(1)),
@@ -594,7 +590,7 @@ impl<'t> Cursor<'t> {
             if let Some(index) = index {
                 // An out-of-line value is fetched, then the leaf validated again; if it
                 // changed meanwhile, the descent is repeated.
-                match self.leaf.fetch(index, dir, long_keys) {
+                match self.kit.leaf.fetch(index, dir, long_keys) {
                     Ok(false) => {}
                     Ok(true) if guard.validate().is_ok() => {}
                     _ => {
@@ -602,8 +598,8 @@ impl<'t> Cursor<'t> {
                         continue;
                     }
                 }
-                if let Some(place) = self.leaf.read(index, false, &mut self.key) {
-                    self.value = self.leaf.adopt(place);
+                if let Some(place) = self.kit.leaf.read(index, false, &mut self.kit.key) {
+                    self.value = self.kit.leaf.adopt(place);
                     self.at = Some(At {
                         guard,
                         index,
@@ -613,8 +609,14 @@ impl<'t> Cursor<'t> {
                     return true;
                 }
             }
-            match whole_fence(&node, how == Seek::AtOrAfter, &mut self.fence, dir, &guard) {
-                Ok(true) => std::mem::swap(&mut self.seek, &mut self.fence),
+            match whole_fence(
+                &node,
+                how == Seek::AtOrAfter,
+                &mut self.kit.fence,
+                dir,
+                &guard,
+            ) {
+                Ok(true) => std::mem::swap(&mut self.kit.seek, &mut self.kit.fence),
                 Ok(false) => return self.unposition(),
                 // A long fence's blob was read after the copy validated and the leaf changed
                 // since: descend again with the same seek key.
@@ -625,7 +627,7 @@ impl<'t> Cursor<'t> {
             }
             if how == Seek::AtOrAfter {
                 // The keys above the upper fence are at or after `fence ++ [0]`.
-                self.seek.push(0);
+                self.kit.seek.push(0);
             } else {
                 // The keys at or below the lower fence are in the leaves to the left.
                 how = Seek::AtOrBefore;

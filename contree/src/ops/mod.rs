@@ -8,6 +8,7 @@ mod batch;
 mod bounds;
 mod collection;
 mod cursor;
+mod cursor_kit;
 mod drain;
 mod keys;
 mod lines;
