@@ -4,9 +4,10 @@
 //! Every scan, range, `first` and `last` makes a cursor and drops it. Taking its four
 //! buffers one by one from the per-thread spares of `node::pagebuf`, and giving them back,
 //! cost about 400 instructions per scan (a thread-local access and a search of the spares
-//! per buffer, and a fence buffer allocated and freed whenever the scan crossed a leaf):
-//! as much as 10 entries of the walk. A thread keeps one whole kit instead, taken and given
-//! back in one thread-local access each. A second cursor of the thread at once (a range
+//! per buffer), and a fence buffer was allocated and freed whenever the scan crossed a
+//! leaf. A thread keeps one whole kit instead, taken and given back in one thread-local
+//! access each: a visitor scan costs 178 instructions less (callgrind,
+//! `bench/results/speed-callgrind.txt`). A second cursor of the thread at once (a range
 //! walked from both ends) finds no kit and takes its buffers from the spares, as before.
 
 use crate::node::{pagebuf, LeafCopy};

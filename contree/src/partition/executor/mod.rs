@@ -81,8 +81,9 @@ pub struct ExecutorConfig {
     /// their channel (yielding the CPU between polls) before they park on it (default
     /// 50 µs; zero parks at once). A parked thread is woken through the scheduler, which
     /// costs tens of microseconds where the other cores idle (a virtual machine's halted
-    /// vCPUs): on 2 cores it doubled the rate of single requests and added 15-20% to
-    /// batched ones (`bench/results/tpc-executor.txt`). The cost is CPU burnt while a
+    /// vCPUs): on 2 cores polling doubled the rate of single requests and took YCSB-A
+    /// batches of 64 from 0.38-0.49x to 0.59-0.82x the shared tree's rate
+    /// (`bench/results/tpc-executor.txt`). The cost is CPU burnt while a
     /// thread waits, at most `poll` per wait; the yields give the core to any other thread
     /// that wants it.
     pub poll: std::time::Duration,
