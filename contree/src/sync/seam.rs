@@ -58,14 +58,16 @@ pub(crate) fn recv_polling<T>(
 ) -> (Option<T>, bool) {
     use crossbeam_channel::TryRecvError;
     if !poll.is_zero() {
-        let start = std::time::Instant::now();
+        // The clock is read only once the queue was found empty: a worker that finds its
+        // next batch waiting pays one `try_recv`.
+        let mut start = None;
         loop {
             match rx.try_recv() {
                 Ok(m) => return (Some(m), false),
                 Err(TryRecvError::Disconnected) => return (None, false),
                 Err(TryRecvError::Empty) => {}
             }
-            if start.elapsed() >= poll {
+            if start.get_or_insert_with(std::time::Instant::now).elapsed() >= poll {
                 break;
             }
             std::thread::yield_now();
