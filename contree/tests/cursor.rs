@@ -4,7 +4,7 @@
 //!   inserts and removals that split and merge leaves (4 KiB pages, values of up to 300
 //!   bytes) and leave empty leaves behind (no space manager), compared step by step.
 //! * `scans_match_oracle`: `scan`, `scan_rev` and `range` with every kind of bound and early
-//!   breaks.
+//!   breaks; ranges walked from either end, one entry or long runs at a time.
 //! * `cursors_stay_consistent_under_writers`: readers walk the tree forward and backward
 //!   while writers insert and remove other keys with values of changing sizes; every walk
 //!   must be strictly ordered and contain every stable key with its value.
@@ -223,6 +223,31 @@ fn scans_match_oracle() {
                 break;
             }
         }
+        back.reverse();
+        front.extend(back);
+        assert_eq!(front, want);
+        // From the back alone, and both ends in long runs: each end's fast path walks most
+        // of a leaf (its window, `ops::scan`) before the other end takes over mid-leaf.
+        let got: Vec<_> = tree.range(r).rev().map(vecs).collect();
+        let rev: Vec<_> = want.iter().rev().cloned().collect();
+        assert_eq!(got, rev);
+        let mut it = tree.range(r);
+        let (mut front, mut back) = (Vec::new(), Vec::new());
+        let mut forward = rng.gen_bool(0.5);
+        'runs: loop {
+            for _ in 0..rng.gen_range(1..80) {
+                let e = if forward {
+                    it.next().map(|e| front.push(vecs(e)))
+                } else {
+                    it.next_back().map(|e| back.push(vecs(e)))
+                };
+                if e.is_none() {
+                    break 'runs;
+                }
+            }
+            forward = !forward;
+        }
+        assert!(it.next().is_none() && it.next_back().is_none());
         back.reverse();
         front.extend(back);
         assert_eq!(front, want);

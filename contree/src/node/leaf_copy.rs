@@ -37,12 +37,15 @@ pub(crate) struct LeafCopy {
 }
 
 /// The bytes [`LeafCopy::copy_short`] builds a key in: the prefix (`len` bytes, at most
-/// `Bytes::INLINE_CAPACITY`; `usize::MAX` when the copy's prefix is longer, or torn), the
-/// head, then a block of the rest.
+/// `Bytes::INLINE_CAPACITY`), the head, then a block of the rest.
 #[derive(Clone, Copy, Debug)]
 struct KeyTemplate {
     bytes: [u8; TEMPLATE],
     len: usize,
+    /// One more than the longest suffix whose key fits inline after the prefix
+    /// (`INLINE_CAPACITY - len + 1`), 0 when the copy's prefix is longer than that, or torn:
+    /// a key fits if and only if its suffix is shorter (one comparison per entry).
+    limit: usize,
 }
 
 /// The length of a [`KeyTemplate`]'s bytes.
@@ -52,7 +55,8 @@ impl Default for KeyTemplate {
     fn default() -> KeyTemplate {
         KeyTemplate {
             bytes: [0; TEMPLATE],
-            len: usize::MAX,
+            len: 0,
+            limit: 0,
         }
     }
 }
@@ -164,11 +168,12 @@ impl LeafCopy {
         let off = node.header_u32(OFF_PREFIX) as usize;
         let mut t = KeyTemplate::default();
         if plen == 0 {
-            t.len = 0;
+            t.limit = Bytes::INLINE_CAPACITY + 1;
         } else if plen <= Bytes::INLINE_CAPACITY {
             if let Some(p) = self.bytes().get(off..off + plen) {
                 t.bytes[..plen].copy_from_slice(p);
                 t.len = plen;
+                t.limit = Bytes::INLINE_CAPACITY - plen + 1;
             }
         }
         self.template = t;
@@ -432,12 +437,12 @@ impl LeafCopy {
         const CAP: usize = Bytes::INLINE_CAPACITY;
         // A copy never loaded (`size` 0) has no bytes: `short_entry` finds no slot.
         let e = self.short_entry(i)?;
-        // `usize::MAX` (a prefix longer than a `Bytes` holds inline) fails the check below.
-        let plen = self.template.len;
-        let klen = plen.saturating_add(e.suffix_len);
-        if klen > CAP || e.place.len > CAP {
+        // A prefix longer than a `Bytes` holds inline has limit 0: every entry fails.
+        if e.suffix_len >= self.template.limit || e.place.len > CAP {
             return None;
         }
+        let plen = self.template.len;
+        let klen = plen + e.suffix_len;
         let bytes = self.bytes();
         // The key is built in a copy of the template (the prefix, then zeros): the four
         // head bytes after the prefix, then the rest as the block that starts where it

@@ -403,6 +403,21 @@ impl<'t> Cursor<'t> {
         self.kit.leaf.copy_short(index)
     }
 
+    /// The index of the current entry in the leaf copy and the copy's entry count, while
+    /// the copy may still be the leaf as it is (see [`peek_short`](Self::peek_short)).
+    #[inline]
+    pub(crate) fn position(&self) -> Option<(usize, usize)> {
+        self.at.as_ref().map(|at| (at.index, at.count))
+    }
+
+    /// Entry `index` of the leaf copy as [`Bytes`], if the copy has it and it is short: what
+    /// [`peek_short`](Self::peek_short) hands out, for an index the caller took from
+    /// [`position`](Self::position).
+    #[inline(always)]
+    pub(crate) fn short_at(&self, index: usize) -> Option<(Bytes, Bytes)> {
+        self.kit.leaf.copy_short(index)
+    }
+
     /// Moves the cursor onto the entry `ahead` places after (`FORWARD`) or before the
     /// current one, which a range handed out through [`peek_short`](Self::peek_short):
     /// without validating the leaf (the entry was handed out already), rewriting the key

@@ -42,7 +42,24 @@ pub struct Range<'t> {
     /// position.
     front_ahead: usize,
     back_ahead: usize,
+    /// The front cursor's window (see [`Window`]), and the back's.
+    front_window: Window,
+    back_window: Window,
     finished: bool,
+}
+
+/// The entries of one end's cursor's leaf copy that [`Iterator::next`] (or `next_back`)
+/// hands out with no check but the count of entries handed out past the cursor (that end's
+/// `ahead`): `len` entries after (before, for the back) entry `base`, the cursor's own,
+/// every one known to lie inside the range's end (start) bound because the last of them
+/// does. Opened when the cursor enters a leaf while the range is walked from that end only
+/// (`Range::open_window`); closed (`len` 0) before anything moves a cursor (`Range::sync`).
+/// The fast path of the fast path: `next_short` checks, for every entry, that the other
+/// end is unused, that the cursor has the entry, and the bound.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    base: usize,
+    len: usize,
 }
 
 impl std::fmt::Debug for Range<'_> {
@@ -135,6 +152,8 @@ impl<'t> Range<'t> {
             back: None,
             front_ahead: 0,
             back_ahead: 0,
+            front_window: Window::default(),
+            back_window: Window::default(),
             finished: false,
         }
     }
@@ -142,6 +161,8 @@ impl<'t> Range<'t> {
     /// Moves both cursors over the entries the fast paths handed out past them.
     #[inline]
     fn sync(&mut self) {
+        self.front_window.len = 0;
+        self.back_window.len = 0;
         if self.front_ahead > 0 {
             if let Some(front) = &mut self.front {
                 front.skip::<true>(self.front_ahead);
@@ -183,6 +204,73 @@ impl<'t> Range<'t> {
         } else {
             self.finished = true;
             Some(None)
+        }
+    }
+
+    /// The next entry of the open window from the front (`FORWARD`) or back, if there is
+    /// one and it is short (see [`Cursor::peek_short`]); `None` sends the caller down the
+    /// general path, which closes the window.
+    #[inline(always)]
+    fn window_next<const FORWARD: bool>(&mut self) -> Option<Entry> {
+        let (window, cursor, ahead) = if FORWARD {
+            (&self.front_window, &self.front, &mut self.front_ahead)
+        } else {
+            (&self.back_window, &self.back, &mut self.back_ahead)
+        };
+        let a = *ahead;
+        if a >= window.len {
+            return None;
+        }
+        let index = if FORWARD {
+            window.base + 1 + a
+        } else {
+            window.base - 1 - a
+        };
+        let entry = cursor.as_ref()?.short_at(index)?;
+        *ahead = a + 1;
+        Some(entry)
+    }
+
+    /// Opens the window of the front (`FORWARD`) or back end after that end's cursor moved
+    /// (see [`Window`]): over the rest of its leaf copy, if the range is walked from that
+    /// end only and the copy's last (first) entry is short and inside the bound.
+    #[inline(never)]
+    fn open_window<const FORWARD: bool>(&mut self) {
+        let (cursor, other, ahead) = if FORWARD {
+            (&self.front, &self.back, self.front_ahead)
+        } else {
+            (&self.back, &self.front, self.back_ahead)
+        };
+        if other.is_some() || self.finished || ahead != 0 {
+            return;
+        }
+        let Some((index, count)) = cursor.as_ref().and_then(Cursor::position) else {
+            return;
+        };
+        let len = if FORWARD { count - 1 - index } else { index };
+        if len == 0 {
+            return;
+        }
+        let inside = match (FORWARD, &self.end, &self.start) {
+            (true, Bound::Unbounded, _) | (false, _, Bound::Unbounded) => true,
+            _ => cursor
+                .as_ref()
+                .and_then(|c| c.peek_short::<FORWARD>(len))
+                .is_some_and(|(k, _)| {
+                    if FORWARD {
+                        below(self.end.as_ref().map(Bytes::as_slice), &k)
+                    } else {
+                        above(self.start.as_ref().map(Bytes::as_slice), &k)
+                    }
+                }),
+        };
+        if inside {
+            let window = if FORWARD {
+                &mut self.front_window
+            } else {
+                &mut self.back_window
+            };
+            *window = Window { base: index, len };
         }
     }
 
@@ -278,9 +366,16 @@ impl Iterator for Range<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Entry> {
+        if let Some(entry) = self.window_next::<true>() {
+            return Some(entry);
+        }
         match self.next_short::<true>() {
             Some(entry) => entry,
-            None => self.next_with(copy_entry),
+            None => {
+                let entry = self.next_with(copy_entry);
+                self.open_window::<true>();
+                entry
+            }
         }
     }
 }
@@ -288,9 +383,16 @@ impl Iterator for Range<'_> {
 impl DoubleEndedIterator for Range<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Entry> {
+        if let Some(entry) = self.window_next::<false>() {
+            return Some(entry);
+        }
         match self.next_short::<false>() {
             Some(entry) => entry,
-            None => self.next_back_with(copy_entry),
+            None => {
+                let entry = self.next_back_with(copy_entry);
+                self.open_window::<false>();
+                entry
+            }
         }
     }
 }
