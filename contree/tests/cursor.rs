@@ -9,6 +9,8 @@
 //!   while writers insert and remove other keys with values of changing sizes; every walk
 //!   must be strictly ordered and contain every stable key with its value.
 //! * `scan_closure_may_write_the_tree`: a visitor that writes to the tree does not hang.
+//! * `ranges_copy_keys_of_every_inline_length`: range items of every length around the
+//!   inline capacity of a `Bytes`, without a shared prefix.
 
 #[path = "support/concurrent.rs"]
 mod concurrent;
@@ -413,14 +415,40 @@ fn cursor_moves_see_writes_made_since_its_copy() {
 /// 64) and values of every length up to 300 bytes (out of line above 256), at 1 KiB pages
 /// (so entries often end at the end of a page), read by every scan in both directions and
 /// by a cursor, against the oracle.
-#[test]
-fn scans_read_every_entry_form() {
-    let tree = Tree::with_config(Config {
+/// A tree of 1 KiB pages (many leaves, most entries near a leaf's end), no space manager.
+fn small_pages() -> Tree {
+    Tree::with_config(Config {
         page_size: 1024,
         space_manager: false,
         ..Config::default()
     })
-    .unwrap();
+    .unwrap()
+}
+
+/// Keys and values of every length around the inline capacity of a `Bytes` (22), without a
+/// shared prefix: a range builds each inline key from the head, then the rest as one block
+/// or, for a rest longer than the block, byte for byte.
+#[test]
+fn ranges_copy_keys_of_every_inline_length() {
+    let tree = small_pages();
+    let mut oracle = Oracle::new();
+    let mut rng = StdRng::seed_from_u64(23);
+    for i in 0..3000usize {
+        let k: Vec<u8> = (0..i % 25).map(|_| rng.gen::<u8>()).collect();
+        let v: Vec<u8> = (0..(i * 7) % 25).map(|_| rng.gen::<u8>()).collect();
+        tree.insert(&k, &v).unwrap();
+        oracle.insert(k, v);
+    }
+    let all: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let range: Vec<_> = tree.range(..).map(vecs).collect();
+    assert_eq!(range, all);
+    let back: Vec<_> = tree.range(..).rev().map(vecs).collect();
+    assert!(back.iter().rev().eq(all.iter()));
+}
+
+#[test]
+fn scans_read_every_entry_form() {
+    let tree = small_pages();
     let mut oracle = Oracle::new();
     let mut rng = StdRng::seed_from_u64(17);
     for i in 0..3000u32 {

@@ -49,7 +49,8 @@ struct KeyTemplate {
 }
 
 /// The length of a [`KeyTemplate`]'s bytes.
-const TEMPLATE: usize = Bytes::INLINE_CAPACITY + 4 + BLOCK;
+/// (the prefix, the head and a rest block, rounded up to whole 16-byte moves).
+const TEMPLATE: usize = (Bytes::INLINE_CAPACITY + 4 + REST_BLOCK).next_multiple_of(16);
 
 impl Default for KeyTemplate {
     fn default() -> KeyTemplate {
@@ -96,6 +97,10 @@ const SHORT_KEY_ROOM: usize = 4 + 64;
 
 /// The size of the blocks [`LeafCopy::copy_short`] copies parts of an entry in.
 const BLOCK: usize = 24;
+
+/// The size of the block a key's rest is copied in: a rest of up to 16 bytes (a key of up to
+/// 20 bytes after the prefix) takes one 16-byte move; a longer one is copied exactly.
+const REST_BLOCK: usize = 16;
 
 /// The `BLOCK` bytes of `src` from `off`, if it has them.
 #[inline(always)]
@@ -457,18 +462,25 @@ impl LeafCopy {
         k[plen..plen + 4].copy_from_slice(&e.head.to_be_bytes());
         if e.rest_len > 0 {
             let at = plen + 4;
-            match block(bytes, e.rest_off) {
-                Some(b) => k[at..at + BLOCK].copy_from_slice(&b),
+            let rest: Option<[u8; REST_BLOCK]> =
+                match bytes.get(e.rest_off..e.rest_off + REST_BLOCK) {
+                    Some(b) if e.rest_len <= REST_BLOCK => b.try_into().ok(),
+                    _ => None,
+                };
+            match rest {
+                Some(b) => k[at..at + REST_BLOCK].copy_from_slice(&b),
                 None => copy_exact(&mut k, at, bytes, e.rest_off, e.rest_len)?,
             }
         }
-        let mut vb = [0u8; CAP];
-        match block(bytes, e.place.off) {
-            Some(b) => vb.copy_from_slice(&b[..CAP]),
-            None => copy_exact(&mut vb, 0, bytes, e.place.off, e.place.len)?,
-        }
-        let mut kb = [0u8; CAP];
-        kb.copy_from_slice(&k[..CAP]);
+        let vb: [u8; CAP] = match block(bytes, e.place.off) {
+            Some(b) => b[..CAP].try_into().ok()?,
+            None => {
+                let mut vb = [0u8; CAP];
+                copy_exact(&mut vb, 0, bytes, e.place.off, e.place.len)?;
+                vb
+            }
+        };
+        let kb: [u8; CAP] = k[..CAP].try_into().ok()?;
         Some((
             Bytes::from_inline(klen, kb),
             Bytes::from_inline(e.place.len, vb),

@@ -234,7 +234,7 @@ impl<'t> Range<'t> {
     /// Opens the window of the front (`FORWARD`) or back end after that end's cursor moved
     /// (see [`Window`]): over the rest of its leaf copy, if the range is walked from that
     /// end only and the copy's last (first) entry is short and inside the bound.
-    #[inline(never)]
+    #[inline]
     fn open_window<const FORWARD: bool>(&mut self) {
         let (cursor, other, ahead) = if FORWARD {
             (&self.front, &self.back, self.front_ahead)
@@ -355,6 +355,25 @@ impl Range<'_> {
     }
 }
 
+impl Range<'_> {
+    /// [`Iterator::next`] (`FORWARD`) or `next_back` outside the window: the entry
+    /// after (before) the last one from the cursor's copy (`next_short`), or from the cursor's
+    /// move (which may enter a leaf: the window opens over it).
+    #[inline(never)]
+    fn next_general<const FORWARD: bool>(&mut self) -> Option<Entry> {
+        if let Some(entry) = self.next_short::<FORWARD>() {
+            return entry;
+        }
+        let entry = if FORWARD {
+            self.next_with(copy_entry)
+        } else {
+            self.next_back_with(copy_entry)
+        };
+        self.open_window::<FORWARD>();
+        entry
+    }
+}
+
 /// Copies an entry out of a cursor.
 #[inline]
 fn copy_entry(k: &[u8], v: &[u8]) -> Entry {
@@ -364,35 +383,22 @@ fn copy_entry(k: &[u8], v: &[u8]) -> Entry {
 impl Iterator for Range<'_> {
     type Item = Entry;
 
-    #[inline]
+    // Small enough to inline into every loop (the window's step); the rest is one call.
+    #[inline(always)]
     fn next(&mut self) -> Option<Entry> {
-        if let Some(entry) = self.window_next::<true>() {
-            return Some(entry);
-        }
-        match self.next_short::<true>() {
-            Some(entry) => entry,
-            None => {
-                let entry = self.next_with(copy_entry);
-                self.open_window::<true>();
-                entry
-            }
+        match self.window_next::<true>() {
+            Some(entry) => Some(entry),
+            None => self.next_general::<true>(),
         }
     }
 }
 
 impl DoubleEndedIterator for Range<'_> {
-    #[inline]
+    #[inline(always)]
     fn next_back(&mut self) -> Option<Entry> {
-        if let Some(entry) = self.window_next::<false>() {
-            return Some(entry);
-        }
-        match self.next_short::<false>() {
-            Some(entry) => entry,
-            None => {
-                let entry = self.next_back_with(copy_entry);
-                self.open_window::<false>();
-                entry
-            }
+        match self.window_next::<false>() {
+            Some(entry) => Some(entry),
+            None => self.next_general::<false>(),
         }
     }
 }
