@@ -400,7 +400,7 @@ impl<'t> Cursor<'t> {
         if index >= at.count {
             return None;
         }
-        self.kit.leaf.copy_short(index)
+        self.short_at(index)
     }
 
     /// The index of the current entry in the leaf copy and the copy's entry count, while

@@ -353,9 +353,7 @@ impl Range<'_> {
             }
         }
     }
-}
 
-impl Range<'_> {
     /// [`Iterator::next`] (`FORWARD`) or `next_back` outside the window: the entry
     /// after (before) the last one from the cursor's copy (`next_short`), or from the cursor's
     /// move (which may enter a leaf: the window opens over it).
