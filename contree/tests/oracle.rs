@@ -813,3 +813,69 @@ fn regression_append_split_overflows_left_page() {
         assert_eq!(tree.stats().splits, 3, "value_len {value_len}");
     }
 }
+
+/// The append finger's cases against a `BTreeMap`: keys above the rightmost leaf's last key
+/// (its look answers the search), keys that cross a byte boundary of the leaf's
+/// key-derived prefix (a key without the prefix, above it), the last key again (an update),
+/// keys below the last key but in the leaf (out-of-order appends: the fence compare), and
+/// keys in other leaves, mixed, with small pages so that the rightmost leaf splits often.
+/// Then the same mix from four threads on disjoint key classes.
+#[test]
+fn append_finger_cases_match_btreemap() {
+    let config = config_with(512, 0.25);
+    let tree = Tree::with_config(config.clone()).unwrap();
+    let mut oracle = BTreeMap::new();
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut next = 0xfff0_u64;
+    for i in 0..20_000u64 {
+        let key = match rng.gen_range(0..10) {
+            0..=5 => {
+                next += rng.gen_range(1..3);
+                next
+            }
+            6 => next,
+            7 => next.saturating_sub(rng.gen_range(1..8)),
+            8 => next.saturating_sub(rng.gen_range(8..400)),
+            _ => rng.gen_range(0..next.max(1)),
+        };
+        let k = key.to_be_bytes();
+        let v = i.to_le_bytes();
+        assert_eq!(
+            tree.insert(&k, &v).unwrap(),
+            oracle.insert(k.to_vec(), v.to_vec()),
+            "insert {key:#x}"
+        );
+    }
+    tree.check_invariants().unwrap();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = tree.iter().map(vecs).collect();
+    assert_eq!(got, oracle.into_iter().collect::<Vec<_>>());
+
+    let tree = std::sync::Arc::new(Tree::with_config(config).unwrap());
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let tree = tree.clone();
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(t);
+                let mut mine = BTreeMap::new();
+                let mut next = 0u64;
+                for i in 0..5_000u64 {
+                    next += rng.gen_range(0..3);
+                    // Key classes by the low bits: the threads append to one edge, out
+                    // of order with each other.
+                    let key = (next << 2 | t).to_be_bytes();
+                    let v = (i << 2 | t).to_le_bytes();
+                    let old = tree.insert(&key, &v).unwrap();
+                    assert_eq!(old, mine.insert(key.to_vec(), v.to_vec()), "thread {t}");
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut oracle = BTreeMap::new();
+    for t in threads {
+        oracle.extend(t.join().unwrap());
+    }
+    tree.check_invariants().unwrap();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = tree.iter().map(vecs).collect();
+    assert_eq!(got, oracle.into_iter().collect::<Vec<_>>());
+}

@@ -126,6 +126,41 @@ impl Node {
         self.search::<true>(key, false, dir)
     }
 
+    /// Whether `key` sorts after every key of the node, so that
+    /// [`lower_bound`](Self::lower_bound) gives `(count, false)`; false for an empty node and
+    /// for a node whose prefix comes from its fences (the rightmost nodes, which the append
+    /// finger asks, have none). Needs no fence compare: the node's keys lie above its lower
+    /// fence, so a key above them does too. Safe to run optimistically.
+    #[inline(always)]
+    pub(crate) fn sorts_after_last(&self, key: &[u8], dir: &Directory) -> Result<bool, Restart> {
+        let count = self.count();
+        if count == 0 {
+            return Ok(false);
+        }
+        let plen = self.prefix_len();
+        if plen > 0 {
+            if self.prefix_is_guaranteed() {
+                return Ok(false);
+            }
+            match self.key_vs_prefix(key)? {
+                Ordering::Equal => {}
+                Ordering::Less => return Ok(false),
+                Ordering::Greater => return Ok(true),
+            }
+        }
+        let suffix = &key[plen..];
+        let long = long_key_len(self.page_size()).wrapping_sub(plen);
+        let last = self.cmp_entry(
+            count - 1,
+            head_of(suffix),
+            suffix,
+            rest_word(suffix),
+            long,
+            dir,
+        )?;
+        Ok(last == Ordering::Less)
+    }
+
     /// The search of point reads ([`Tree::get`](crate::Tree::get) and its kin): the same
     /// result as [`lower_bound`](Self::lower_bound) for a node at `LEAF`'s level, without
     /// the append shortcut (it saves writers a search on the right edge, and would cost a

@@ -638,3 +638,67 @@ fn a_scratch_page_is_reused() {
     assert_eq!(first, second);
     assert_ne!(between.as_ptr() as *mut u8, first);
 }
+
+/// `sorts_after_last` (the append finger's look) is true exactly when `lower_bound` puts a
+/// key after every entry, on right-edge leaves (no upper fence) with a prefix their keys
+/// decide and without one, for keys that carry the prefix and keys that do not, of every
+/// length around the entries'; and it is false for an empty node and for a node whose
+/// prefix its fences decide.
+#[test]
+fn sorts_after_last_agrees_with_lower_bound_on_the_right_edge() {
+    let dir = test_dir();
+    let mut probes: Vec<Vec<u8>> = Vec::new();
+    for base in [
+        0x0102_0304_0506_0700u64,
+        0x0102_0304_0506_07ff,
+        0x0102_0305_0000_0000,
+    ] {
+        for d in 0..3u64 {
+            let k = (base + d).to_be_bytes();
+            for len in [0, 1, 3, 4, 5, 7, 8] {
+                probes.push(k[..len].to_vec());
+            }
+            let mut longer = k.to_vec();
+            longer.extend_from_slice(b"tail");
+            probes.push(longer);
+        }
+    }
+    for (lower, first, n_keys) in [
+        (None, 0x0102_0304_0506_0700u64, 40u64),
+        (Some(0x0102_0304_0506_06ffu64), 0x0102_0304_0506_0700, 200),
+        (Some(0x0000_0000_0000_0001), 0x0102_0304_0506_0700, 1),
+    ] {
+        let mut p = Scratch::new(4096);
+        let mut n = p.node_mut();
+        let fence = lower.map(|l: u64| l.to_be_bytes());
+        n.init(0, fence.as_ref().map(|f| &f[..]), None, b"");
+        assert_eq!(n.sorts_after_last(b"\xff", &dir), Ok(false), "empty node");
+        for i in 0..n_keys {
+            let at = n.count();
+            assert!(n.insert_entry(at, &(first + i).to_be_bytes(), b"v"));
+        }
+        for key in &probes {
+            if lower.is_some_and(|l| key.as_slice() <= &l.to_be_bytes()[..]) {
+                continue; // Outside the node's fences.
+            }
+            let (pos, found) = n.lower_bound(key, &dir).unwrap();
+            let after = pos == n.count() && !found;
+            assert_eq!(
+                n.sorts_after_last(key, &dir),
+                Ok(after),
+                "prefix {} bytes, key {key:02x?}",
+                n.prefix_len()
+            );
+        }
+    }
+    // Between fences the prefix is the fences' (guaranteed): the look declines.
+    let k = |i: u64| (0x0102_0304_0506_0000 + i).to_be_bytes();
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, Some(&k(0)), Some(&k(0xffff)), &k(0)[..6]);
+    assert!(n.prefix_is_guaranteed());
+    assert!(insert(&mut n, &k(5), b"v"));
+    assert_eq!(n.prefix_len(), 6);
+    assert_eq!(n.lower_bound(&k(9), &dir), Ok((1, false)));
+    assert_eq!(n.sorts_after_last(&k(9), &dir), Ok(false));
+}

@@ -29,17 +29,20 @@ impl Tree {
         let mut split_at = None;
         let request = Request::new(key, Kind::Insert(value));
         let old = core.retry(|| {
-            let (node, hold) = match core.appending() {
-                false => core.update_leaf(key)?,
+            let (node, hold, at_end) = match core.appending() {
+                false => {
+                    let (node, hold) = core.update_leaf(key)?;
+                    (node, hold, false)
+                }
                 true => match core.exclusive_leaf_or_hand_over(key, &request)? {
-                    Some((node, x)) => (node, LeafHold::Latched(x)),
+                    Some((node, x, at_end)) => (node, LeafHold::Latched(x), at_end),
                     // The latch holder inserted it (leaf combining).
                     None => return Ok(Some(request.take_outcome().old())),
                 },
             };
             match hold {
                 LeafHold::Latched(x) => {
-                    insert_latched::<true>(core, node, x, key, value, &mut split_at)
+                    insert_latched::<true>(core, (node, x, at_end), key, value, &mut split_at)
                 }
                 LeafHold::Lines(snapshot) => self.insert_in_segment(node, snapshot, key, value),
             }

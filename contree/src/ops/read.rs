@@ -132,7 +132,7 @@ impl Tree {
             }
             Ok(out)
         };
-        core.retry(|| {
+        core.retry_read(|| {
             let (seq, leaf, mut guard) = index_phase()?;
             let mut tries = 0;
             loop {

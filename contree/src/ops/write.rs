@@ -99,14 +99,14 @@ pub(crate) fn put_inline(
 }
 
 /// [`Tree::insert_in_leaf`]'s work on the leaf `node`, latched by `x`: `Ok(None)`, with the
-/// leaf unchanged, when the general path must take the insert. With `SWITCH` (line mode and
+/// leaf unchanged, when the general path must take the insert. `at_end` says that `key`
+/// sorts after every key of the leaf, as the append finger found (no search then). With `SWITCH` (line mode and
 /// its insert segments on, `sync::segments`), the detector may then switch the leaf to line
 /// mode, as after an in-place update.
 #[inline(always)]
 pub(crate) fn insert_latched<const SWITCH: bool>(
     core: &TreeCore,
-    node: Node,
-    mut x: ExclusiveGuard<'_>,
+    (node, mut x, at_end): (Node, ExclusiveGuard<'_>, bool),
     key: &[u8],
     value: &[u8],
     split_at: &mut Option<Vec<u8>>,
@@ -117,7 +117,10 @@ pub(crate) fn insert_latched<const SWITCH: bool>(
     let latch = x.latch_addr();
     let slow_path = x.slow_path();
     let mut node = NodeMut::new(node, &mut x);
-    let (pos, found) = node.lower_bound(key, core.directory())?;
+    let (pos, found) = match at_end {
+        true => (node.count(), false),
+        false => node.lower_bound(key, core.directory())?,
+    };
     let old = if !found {
         None
     } else if node.is_stub(pos) {
@@ -579,11 +582,11 @@ impl Tree {
         let mut split_at = None;
         let request = Request::new(key, Kind::Insert(value));
         let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
-            let Some((node, x)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
+            let Some(leaf) = core.exclusive_leaf_or_hand_over(key, &request)? else {
                 // The latch holder inserted it (leaf combining).
                 return Ok(Some(request.take_outcome().old()));
             };
-            insert_latched::<false>(core, node, x, key, value, &mut split_at)
+            insert_latched::<false>(core, leaf, key, value, &mut split_at)
         })?;
         core.after_insert(old.is_none(), split_at);
         Some(old)
@@ -661,7 +664,7 @@ impl Tree {
         let mut underfull = false;
         let request = Request::new(key, Kind::Remove);
         let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
-            let Some((node, mut x)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
+            let Some((node, mut x, _)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
                 // The latch holder removed it (leaf combining).
                 let outcome = request.take_outcome();
                 underfull = outcome.underfull();
