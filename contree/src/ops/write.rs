@@ -100,9 +100,9 @@ pub(crate) fn put_inline(
 
 /// [`Tree::insert_in_leaf`]'s work on the leaf `node`, latched by `x`: `Ok(None)`, with the
 /// leaf unchanged, when the general path must take the insert. `at_end` says that `key`
-/// sorts after every key of the leaf, as the append finger found (no search then). With `SWITCH` (line mode and
-/// its insert segments on, `sync::segments`), the detector may then switch the leaf to line
-/// mode, as after an in-place update.
+/// sorts after every key of the leaf, as the append finger found (no search then). With
+/// `SWITCH` (line mode and its insert segments on, `sync::segments`), the detector may then
+/// switch the leaf to line mode, as after an in-place update.
 #[inline(always)]
 pub(crate) fn insert_latched<const SWITCH: bool>(
     core: &TreeCore,
