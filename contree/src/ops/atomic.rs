@@ -3,7 +3,8 @@
 //! engine behind `insert` and `remove` ([`Tree::modify`]), or in place
 //! ([`Tree::update_with`], which keeps the value's length and allocates nothing).
 
-use super::write::{serve_waiters, Edit};
+use super::combine::serve_waiters;
+use super::write::Edit;
 use crate::engine::descent::LeafHold;
 use crate::error::Error;
 use crate::node::NodeMut;

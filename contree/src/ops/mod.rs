@@ -7,6 +7,7 @@ mod atomic;
 mod batch;
 mod bounds;
 mod collection;
+mod combine;
 mod cursor;
 mod cursor_kit;
 mod drain;
