@@ -20,8 +20,13 @@ use std::ops::ControlFlow;
 /// A copy of one leaf (see the module doc). Empty until the first [`load`](Self::load).
 #[derive(Debug, Default)]
 pub(crate) struct LeafCopy {
+    /// `size` bytes of the leaf, then [`PAD`] bytes that are no part of it.
     buf: Vec<u64>,
     size: usize,
+    /// The entry count whose slots [`load`](Self::load) checked to lie inside the copy (0
+    /// before a load and after one that failed): slot `i` of the copy is read without a
+    /// check once `i` is below it.
+    slots: usize,
     /// The out-of-line value of the current entry, when it has one (see [`fetch`]).
     ///
     /// [`fetch`]: Self::fetch
@@ -41,12 +46,14 @@ pub(crate) struct LeafCopy {
 #[derive(Clone, Copy, Debug)]
 struct KeyTemplate {
     bytes: [u8; TEMPLATE],
-    len: usize,
-    /// One more than the longest suffix whose key fits inline after the prefix
-    /// (`INLINE_CAPACITY - len + 1`), 0 when the copy's prefix is longer than that, or torn:
-    /// a key fits if and only if its suffix is shorter (one comparison per entry).
-    limit: usize,
+    /// The prefix's length; [`NO_TEMPLATE`] when the copy's prefix is longer than a `Bytes`
+    /// holds inline, or torn, so that no key fits (a `u8`, so that the optimiser knows the
+    /// sum with a suffix's length does not wrap: a key that fits has `len <= CAP`).
+    len: u8,
 }
+
+/// The [`KeyTemplate::len`] of a copy whose keys never fit inline.
+const NO_TEMPLATE: u8 = Bytes::INLINE_CAPACITY as u8 + 1;
 
 /// The length of a [`KeyTemplate`]'s bytes.
 /// (the prefix, the head and a rest block, rounded up to whole 16-byte moves).
@@ -56,8 +63,7 @@ impl Default for KeyTemplate {
     fn default() -> KeyTemplate {
         KeyTemplate {
             bytes: [0; TEMPLATE],
-            len: 0,
-            limit: 0,
+            len: NO_TEMPLATE,
         }
     }
 }
@@ -95,18 +101,19 @@ struct Short {
 /// of a suffix under 64 bytes, copied in eight-byte blocks.
 const SHORT_KEY_ROOM: usize = 4 + 64;
 
-/// The size of the blocks [`LeafCopy::copy_short`] copies parts of an entry in.
-const BLOCK: usize = 24;
-
 /// The size of the block a key's rest is copied in: a rest of up to 16 bytes (a key of up to
 /// 20 bytes after the prefix) takes one 16-byte move; a longer one is copied exactly.
 const REST_BLOCK: usize = 16;
 
-/// The `BLOCK` bytes of `src` from `off`, if it has them.
-#[inline(always)]
-fn block(src: &[u8], off: usize) -> Option<[u8; BLOCK]> {
-    src.get(off..off.checked_add(BLOCK)?)?.try_into().ok()
-}
+/// The bytes [`LeafCopy::copy_short`] reads from an entry's offset on, with no check but
+/// that the offset lies inside the copy: the length header (at most 2 bytes), the rest's
+/// block (at most `2 + REST_BLOCK` bytes in) and the value's inline block (its start at
+/// most `2 + 18`, the longest rest of a key that fits inline, bytes in).
+const ENTRY_READ: usize = 2 + 18 + Bytes::INLINE_CAPACITY;
+
+/// The bytes a copy's buffer holds past the copy (zeros or a previous user's bytes, never
+/// read as part of an entry): room for an [`ENTRY_READ`] from any offset inside the copy.
+const PAD: usize = ENTRY_READ.next_multiple_of(8);
 
 /// Copies `src[off..off + len]` to `dst[at..]`: a part that the fixed-size blocks of
 /// [`LeafCopy::copy_short`] cannot reach. `None` if it leaves `src` or `dst`.
@@ -131,18 +138,20 @@ impl LeafCopy {
     #[inline]
     pub(crate) fn load(&mut self, leaf: &Node) -> Result<(), Restart> {
         let size = leaf.page_size();
+        self.slots = 0;
         if self.size != size {
             pagebuf::give(std::mem::take(&mut self.buf));
-            self.buf = pagebuf::take(size);
+            self.buf = pagebuf::take(size + PAD);
             self.size = size;
         }
-        let slots_end = HEADER + leaf.count() * SLOT;
+        let count = leaf.count();
+        let slots_end = HEADER + count * SLOT;
         let heap_top = leaf.heap_top();
         if heap_top < slots_end || heap_top > size {
             return Err(Restart);
         }
         let dst = self.buf.as_mut_ptr() as *mut u8;
-        // SAFETY: the buffer holds `size` bytes and is this copy's own (`&mut self`);
+        // SAFETY: the buffer holds `size + PAD` bytes and is this copy's own (`&mut self`);
         // `8..slots_end` and `heap_top..size` lie inside it (`slots_end <= heap_top <=
         // size`), and `copy_to_ptr` checks them against the page. The latch word (bytes
         // 0..8) is not copied: it is written atomically by other threads.
@@ -151,6 +160,7 @@ impl LeafCopy {
             leaf.raw()
                 .copy_to_ptr(heap_top, size - heap_top, dst.add(heap_top))?;
         }
+        self.slots = count;
         self.set_template();
         Ok(())
     }
@@ -172,13 +182,10 @@ impl LeafCopy {
         let plen = node.prefix_len();
         let off = node.header_u32(OFF_PREFIX) as usize;
         let mut t = KeyTemplate::default();
-        if plen == 0 {
-            t.limit = Bytes::INLINE_CAPACITY + 1;
-        } else if plen <= Bytes::INLINE_CAPACITY {
+        if plen <= Bytes::INLINE_CAPACITY {
             if let Some(p) = self.bytes().get(off..off + plen) {
                 t.bytes[..plen].copy_from_slice(p);
-                t.len = plen;
-                t.limit = Bytes::INLINE_CAPACITY - plen + 1;
+                t.len = plen as u8;
             }
         }
         self.template = t;
@@ -187,8 +194,8 @@ impl LeafCopy {
     /// The copy's bytes.
     #[inline]
     fn bytes(&self) -> &[u8] {
-        // SAFETY: `buf` holds `size / 8` initialised words, `size` bytes, written only
-        // through `&mut self`.
+        // SAFETY: `buf` holds at least `size / 8` initialised words, `size` bytes, written
+        // only through `&mut self`.
         unsafe { std::slice::from_raw_parts(self.buf.as_ptr() as *const u8, self.size) }
     }
 
@@ -434,56 +441,73 @@ impl LeafCopy {
     }
 
     /// Entry `i` of the copy as [`Bytes`], built straight from the copy (no key buffer in
-    /// between), when it is a short entry (see `short_entry`) whose key and value both fit
-    /// inline in a `Bytes`: the per-entry step of a range. `None` otherwise, and for an
-    /// entry that leaves the copy (garbage of a copy that was not validated).
+    /// between), when it is a short entry (see `short_entry`, whose checks this repeats)
+    /// whose key and value both fit inline in a `Bytes`: the per-entry step of a range.
+    /// `None` otherwise, and for an entry that leaves the copy (garbage of a copy that was
+    /// not validated). Reads the slot unchecked below the checked count (`slots`) and the
+    /// entry's bytes as one fixed-size block (the buffer's `PAD` makes room for it at any
+    /// offset inside the copy), so the step costs two range checks and the decode.
     #[inline(always)]
     pub(crate) fn copy_short(&self, i: usize) -> Option<(Bytes, Bytes)> {
         const CAP: usize = Bytes::INLINE_CAPACITY;
-        // A copy never loaded (`size` 0) has no bytes: `short_entry` finds no slot.
-        let e = self.short_entry(i)?;
-        // A prefix longer than a `Bytes` holds inline has limit 0: every entry fails.
-        if e.suffix_len >= self.template.limit || e.place.len > CAP {
+        // A copy never loaded, or whose load failed, has `slots` 0.
+        if i >= self.slots {
             return None;
         }
-        let plen = self.template.len;
-        let klen = plen + e.suffix_len;
-        let bytes = self.bytes();
+        let base = self.buf.as_ptr() as *const u8;
+        // SAFETY: `i < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which the
+        // buffer holds (`size + PAD` bytes, initialised words); the copy is private and
+        // immutable while `&self` is borrowed.
+        let slot =
+            unsafe { std::ptr::read_unaligned(base.add(HEADER + i * SLOT) as *const [u8; SLOT]) };
+        let head = u32::from_ne_bytes([slot[0], slot[1], slot[2], slot[3]]);
+        let off = u16::from_ne_bytes([slot[4], slot[5]]) as usize;
+        if off >= self.size {
+            return None;
+        }
+        // SAFETY: `off < size` and the buffer holds `size + PAD` initialised bytes with
+        // `ENTRY_READ <= PAD`; the reference is to this copy's own bytes, which nothing
+        // writes while `&self` is borrowed.
+        let w = unsafe { &*(base.add(off) as *const [u8; ENTRY_READ]) };
+        let b = w[0];
+        let (suffix_len, value_len, rest_at) = if b < 0x80 {
+            ((b >> 4) as usize, (b & 0x0F) as usize, 1)
+        } else if b < 0xC0 {
+            ((b & 0x3F) as usize, w[1] as usize, 2)
+        } else {
+            return None;
+        };
+        // A prefix longer than a `Bytes` holds inline has length `NO_TEMPLATE`: no key fits.
+        let plen = self.template.len as usize;
+        let klen = plen + suffix_len;
+        if klen > CAP || value_len > CAP {
+            return None;
+        }
+        let rest_len = suffix_len.saturating_sub(4);
+        let value_at = rest_at + rest_len;
+        // As `short_entry`: the value lies inside the copy (the rest before it then does).
+        if off + value_at + value_len > self.size {
+            return None;
+        }
         // The key is built in a copy of the template (the prefix, then zeros): the four
         // head bytes after the prefix, then the rest as the block that starts where it
-        // starts, which may copy bytes past the key's end (not part of the `Bytes`).
-        // Blocks are fixed-size copies (no call of `memcpy`); a rest too near the end of
-        // the copy for its block is copied exactly.
-        // `plen <= klen <= CAP`, so the head and the block (`CAP + 4 + BLOCK` is the
-        // template's length) lie inside the template; told to the optimiser, so that the
-        // slicing below has no checks.
-        let plen = plen.min(CAP);
+        // starts, which may copy bytes past the key's end (not part of the `Bytes`); a rest
+        // longer than the block (a key of 21 or 22 bytes with a prefix of at most one) is
+        // copied exactly. `plen <= klen <= CAP`, so head and block lie inside the template
+        // (`CAP + 4 + REST_BLOCK` is its length).
         let mut k = self.template.bytes;
-        k[plen..plen + 4].copy_from_slice(&e.head.to_be_bytes());
-        if e.rest_len > 0 {
-            let at = plen + 4;
-            let rest: Option<[u8; REST_BLOCK]> =
-                match bytes.get(e.rest_off..e.rest_off + REST_BLOCK) {
-                    Some(b) if e.rest_len <= REST_BLOCK => b.try_into().ok(),
-                    _ => None,
-                };
-            match rest {
-                Some(b) => k[at..at + REST_BLOCK].copy_from_slice(&b),
-                None => copy_exact(&mut k, at, bytes, e.rest_off, e.rest_len)?,
-            }
+        k[plen..plen + 4].copy_from_slice(&head.to_be_bytes());
+        let at = plen + 4;
+        if rest_len <= REST_BLOCK {
+            k[at..at + REST_BLOCK].copy_from_slice(&w[rest_at..rest_at + REST_BLOCK]);
+        } else {
+            copy_exact(&mut k, at, w, rest_at, rest_len)?;
         }
-        let vb: [u8; CAP] = match block(bytes, e.place.off) {
-            Some(b) => b[..CAP].try_into().ok()?,
-            None => {
-                let mut vb = [0u8; CAP];
-                copy_exact(&mut vb, 0, bytes, e.place.off, e.place.len)?;
-                vb
-            }
-        };
+        let vb: [u8; CAP] = w[value_at..value_at + CAP].try_into().ok()?;
         let kb: [u8; CAP] = k[..CAP].try_into().ok()?;
         Some((
             Bytes::from_inline(klen, kb),
-            Bytes::from_inline(e.place.len, vb),
+            Bytes::from_inline(value_len, vb),
         ))
     }
 

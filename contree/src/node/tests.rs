@@ -481,6 +481,60 @@ fn leaf_copy_reads_and_walks_every_entry() {
     assert_eq!(copy.node().upper_fence().unwrap(), Some(b"prf".to_vec()));
 }
 
+/// A range's per-entry step (`copy_short`) hands out exactly the entries whose key and value
+/// fit inline in a `Bytes`, each as `read` reads it, for every prefix length around the
+/// inline capacity, suffixes of every length up to past it (both short length headers and
+/// the exact copy of a rest longer than its block), values around the inline capacity, and
+/// entries at the very end of the page (read through the copy's padding).
+#[test]
+fn leaf_copy_short_entries_match_read() {
+    const CAP: usize = crate::Bytes::INLINE_CAPACITY;
+    assert!(LeafCopy::default().copy_short(0).is_none());
+    for plen in [0usize, 1, 2, 5, 18, 21, 22, 23, 30] {
+        for vlen in [0usize, 7, 15, 16, 21, 22, 23, 40] {
+            let prefix = vec![b'p'; plen];
+            let mut upper = prefix.clone();
+            upper.push(0xff);
+            let mut p = Scratch::new(4096);
+            let mut n = p.node_mut();
+            n.init(0, Some(&prefix), Some(&upper), &prefix);
+            let mut entries = Vec::new();
+            // Suffix `s` of every length 0..=26 (`s` bytes after a length-distinct byte).
+            for slen in 0..=26usize {
+                let mut k = prefix.clone();
+                k.extend((0..slen).map(|j| (slen * 7 + j) as u8 | 1));
+                let v: Vec<u8> = (0..vlen).map(|j| (j + slen) as u8).collect();
+                if n.lower_bound(&k, &test_dir()).unwrap().1 {
+                    continue;
+                }
+                assert!(
+                    insert(&mut n, &k, &v),
+                    "plen {plen} slen {slen} vlen {vlen}"
+                );
+                entries.push((k, v));
+            }
+            let mut copy = LeafCopy::default();
+            copy.load(&n.node()).unwrap();
+            let mut key = Vec::new();
+            for i in 0..copy.count() {
+                let place = copy.read(i, false, &mut key).unwrap();
+                let value = copy.value(place).to_vec();
+                let short = copy.copy_short(i);
+                if key.len() <= CAP && value.len() <= CAP {
+                    let (k, v) = short.unwrap_or_else(|| {
+                        panic!("plen {plen} vlen {vlen} key {key:?}: no short entry")
+                    });
+                    assert_eq!((&k[..], &v[..]), (&key[..], &value[..]));
+                } else {
+                    assert!(short.is_none(), "plen {plen} vlen {vlen} key {key:?}");
+                }
+            }
+            assert!(copy.copy_short(copy.count()).is_none());
+            assert_eq!(copy.count(), entries.len());
+        }
+    }
+}
+
 /// A directory for searches in test nodes (they hold no long key, so it is never read).
 fn test_dir() -> Directory {
     static POOL: std::sync::OnceLock<std::sync::Arc<crate::page::PagePool>> =
