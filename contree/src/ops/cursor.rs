@@ -27,6 +27,7 @@ use crate::node::{Node, Place};
 use crate::page::Directory;
 use crate::sync::{Backoff, OptimisticGuard, Restart};
 use crate::{Bytes, Tree};
+use std::mem::ManuallyDrop;
 use std::ops::ControlFlow;
 
 /// A position in a [`Tree`] that moves forward and backward, entry by entry, handing out
@@ -48,8 +49,8 @@ pub struct Cursor<'t> {
     /// the leaf the current entry was read from (`leaf`, while positioned), the current key
     /// (`key`, while positioned; it starts with the prefix of `leaf`), the key a descent
     /// starts from (`seek`) and a fence a descent moves on to while `seek` may still be
-    /// needed (`fence`).
-    kit: Kit,
+    /// needed (`fence`). Given back when the cursor drops, and never used after that.
+    kit: ManuallyDrop<Box<Kit>>,
     /// Where the current value lies in `kit.leaf`.
     value: Place,
     positioned: bool,
@@ -80,7 +81,8 @@ enum Seek {
 
 impl Drop for Cursor<'_> {
     fn drop(&mut self) {
-        cursor_kit::give(std::mem::take(&mut self.kit));
+        // SAFETY: `drop` runs once, and nothing uses `kit` after it.
+        cursor_kit::give(unsafe { ManuallyDrop::take(&mut self.kit) });
     }
 }
 
@@ -97,7 +99,7 @@ impl<'t> Cursor<'t> {
         Cursor {
             tree: &owner.core,
             owner,
-            kit: cursor_kit::take(),
+            kit: ManuallyDrop::new(cursor_kit::take()),
             value: Place::default(),
             positioned: false,
             at: None,
@@ -365,10 +367,11 @@ impl<'t> Cursor<'t> {
         };
         let guard = &at.guard;
         let validate = || guard.validate();
-        let (last, flow, stale) = self.kit.leaf.walk::<FORWARD, R>(
+        let kit = &mut **self.kit;
+        let (last, flow, stale) = kit.leaf.walk::<FORWARD, R>(
             at.index,
             at.count,
-            &mut self.kit.key,
+            &mut kit.key,
             (self.tree.directory(), &validate, self.tree.has_long_keys()),
             f,
         );
@@ -437,7 +440,8 @@ impl<'t> Cursor<'t> {
         // with the copy's prefix), so this cannot fail. (If it did, the cursor would forget
         // the leaf and descend again from its current key, handing out the skipped
         // entries a second time.)
-        match self.kit.leaf.read_inline(index, &mut self.kit.key) {
+        let kit = &mut **self.kit;
+        match kit.leaf.read_inline(index, &mut kit.key) {
             Some(place) => {
                 at.index = index;
                 self.value = place;
@@ -460,7 +464,8 @@ impl<'t> Cursor<'t> {
                 self.at = None;
                 return false;
             }
-            if let Some(place) = self.kit.leaf.read_inline(index, &mut self.kit.key) {
+            let kit = &mut **self.kit;
+            if let Some(place) = kit.leaf.read_inline(index, &mut kit.key) {
                 at.index = index;
                 self.value = place;
                 return true;
@@ -473,7 +478,8 @@ impl<'t> Cursor<'t> {
             .leaf
             .fetch(index, self.tree.directory(), self.tree.has_long_keys());
         if fetched.is_ok() && at.guard.validate().is_ok() {
-            if let Some(place) = self.kit.leaf.read(index, true, &mut self.kit.key) {
+            let kit = &mut **self.kit;
+            if let Some(place) = kit.leaf.read(index, true, &mut kit.key) {
                 at.index = index;
                 self.value = self.kit.leaf.adopt(place);
                 return true;
@@ -540,7 +546,8 @@ impl<'t> Cursor<'t> {
     /// Descends to the entry after (`forward`) or before the current key.
     fn reseek_from_current(&mut self, forward: bool) -> bool {
         self.kit.seek.clear();
-        self.kit.seek.extend_from_slice(&self.kit.key);
+        let kit = &mut **self.kit;
+        kit.seek.extend_from_slice(&kit.key);
         if forward {
             self.kit.seek.push(0);
             self.load(Seek::AtOrAfter)
@@ -563,7 +570,10 @@ impl<'t> Cursor<'t> {
         // the CPU.
         let mut backoff = Backoff::default();
         loop {
-            let (seek, copy) = (&self.kit.seek, &mut self.kit.leaf);
+            let (seek, copy) = {
+                let kit = &mut **self.kit;
+                (&kit.seek, &mut kit.leaf)
+            };
             let guard = tree.retry(|| {
                 let (node, guard) = match how {
                     Seek::Last => {
@@ -577,8 +587,8 @@ impl<'t> Cursor<'t> {
                 Ok(guard)
             });
             // The copy is validated: its search and reads see one consistent leaf.
-            let node = self.kit.leaf.node();
-            let count = self.kit.leaf.count();
+            let node = copy.node();
+            let count = copy.count();
             let dir = tree.directory();
             let searched = match how {
                 Seek::Last => Ok(count.checked_sub(1)),
@@ -613,7 +623,8 @@ impl<'t> Cursor<'t> {
                         continue;
                     }
                 }
-                if let Some(place) = self.kit.leaf.read(index, false, &mut self.kit.key) {
+                let kit = &mut **self.kit;
+                if let Some(place) = kit.leaf.read(index, false, &mut kit.key) {
                     self.value = self.kit.leaf.adopt(place);
                     self.at = Some(At {
                         guard,
@@ -631,7 +642,10 @@ impl<'t> Cursor<'t> {
                 dir,
                 &guard,
             ) {
-                Ok(true) => std::mem::swap(&mut self.kit.seek, &mut self.kit.fence),
+                Ok(true) => {
+                    let kit = &mut **self.kit;
+                    std::mem::swap(&mut kit.seek, &mut kit.fence)
+                }
                 Ok(false) => return self.unposition(),
                 // A long fence's blob was read after the copy validated and the leaf changed
                 // since: descend again with the same seek key.

@@ -7,8 +7,10 @@
 //! per buffer), and a fence buffer was allocated and freed whenever the scan crossed a
 //! leaf. A thread keeps one whole kit instead, taken and given back in one thread-local
 //! access each: a visitor scan costs 178 instructions less (callgrind,
-//! `bench/results/speed-callgrind.txt`). A second cursor of the thread at once (a range
-//! walked from both ends) finds no kit and takes its buffers from the spares, as before.
+//! `bench/results/speed-callgrind.txt`). The kit is boxed, so that taking and giving it
+//! back moves a pointer, not the few hundred bytes of its buffers' headers and the leaf
+//! copy's key template. A second cursor of the thread at once (a range walked from both
+//! ends) finds no kit and takes its buffers from the spares, as before.
 
 use crate::node::{pagebuf, LeafCopy};
 use std::cell::Cell;
@@ -27,27 +29,27 @@ pub(super) struct Kit {
 }
 
 thread_local! {
-    static KIT: Cell<Option<Kit>> = const { Cell::new(None) };
+    static KIT: Cell<Option<Box<Kit>>> = const { Cell::new(None) };
 }
 
 /// This thread's kit, or one made from the spares (the key and seek buffers come empty).
 #[inline]
-pub(super) fn take() -> Kit {
+pub(super) fn take() -> Box<Kit> {
     match KIT.try_with(Cell::take) {
         Ok(Some(kit)) => kit,
-        _ => Kit {
+        _ => Box::new(Kit {
             leaf: LeafCopy::default(),
             key: pagebuf::take_bytes(),
             seek: pagebuf::take_bytes(),
             fence: Vec::new(),
-        },
+        }),
     }
 }
 
 /// Keeps `kit` as this thread's (emptied, its large buffers freed), or, if the thread
 /// holds one already, gives its buffers to the spares.
 #[inline]
-pub(super) fn give(mut kit: Kit) {
+pub(super) fn give(mut kit: Box<Kit>) {
     for b in [&mut kit.key, &mut kit.seek, &mut kit.fence] {
         b.clear();
         if b.capacity() > KEPT_CAPACITY {
@@ -68,8 +70,9 @@ pub(super) fn give(mut kit: Kit) {
         })
         .unwrap_or(None);
     if let Some(kit) = refused {
-        pagebuf::give_bytes(kit.key);
-        pagebuf::give_bytes(kit.seek);
+        let Kit { key, seek, .. } = *kit;
+        pagebuf::give_bytes(key);
+        pagebuf::give_bytes(seek);
     }
 }
 
