@@ -398,33 +398,54 @@ impl LeafCopy {
         }
     }
 
-    /// Entry `i` of the copy when its length header has one of the two short forms (a
-    /// suffix under 64 bytes, a value under 256 bytes in the page, never a stub), decoded
-    /// straight from the copy's bytes: `None` for the long form (a stub, or long lengths),
-    /// for an `i` whose slot is not in the page, and for an entry that leaves the page
-    /// (garbage of a copy that was not validated). The per-entry step of scans, which
+    /// Slot `i`'s head and entry offset and the entry's length header when it has one of
+    /// the two short forms (a suffix under 64 bytes, a value under 256 bytes in the page,
+    /// never a stub): `(head, off, suffix_len, value_len, header_len)`, with `off` inside
+    /// the copy. `None` for the long form and for an `i` not below the checked count
+    /// (`slots`). The slot and the header are read without a bounds check: `load` checked
+    /// the slots, the buffer's `PAD` covers the header.
+    #[inline(always)]
+    fn short_header(&self, i: usize) -> Option<(u32, usize, usize, usize, usize)> {
+        // A copy never loaded, or whose load failed, has `slots` 0.
+        if i >= self.slots {
+            return None;
+        }
+        let base = self.buf.as_ptr() as *const u8;
+        // SAFETY: `i < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which the
+        // buffer holds (`size + PAD` bytes, initialised words); the copy is private and
+        // immutable while `&self` is borrowed.
+        let slot =
+            unsafe { std::ptr::read_unaligned(base.add(HEADER + i * SLOT) as *const [u8; SLOT]) };
+        let head = u32::from_ne_bytes([slot[0], slot[1], slot[2], slot[3]]);
+        let off = u16::from_ne_bytes([slot[4], slot[5]]) as usize;
+        if off >= self.size {
+            return None;
+        }
+        // SAFETY: `off < size`, and the buffer holds `size + PAD` initialised bytes
+        // (`PAD >= 2`).
+        let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
+        let b = h[0];
+        if b < 0x80 {
+            Some((head, off, (b >> 4) as usize, (b & 0x0F) as usize, 1))
+        } else if b < 0xC0 {
+            Some((head, off, (b & 0x3F) as usize, h[1] as usize, 2))
+        } else {
+            None
+        }
+    }
+
+    /// Entry `i` of the copy when its length header has one of the two short forms (see
+    /// `short_header`), decoded straight from the copy's bytes: `None` for the long form,
+    /// for an `i` not below the count, and for an entry that leaves the page (garbage of a
+    /// copy that was not validated). The per-entry step of scans, which
     /// [`entry`](Node::entry) and its checks for shared pages would cost twice over.
     #[inline(always)]
     fn short_entry(&self, i: usize) -> Option<Short> {
-        let bytes = self.bytes();
-        if i > u16::MAX as usize {
-            return None;
-        }
-        let s = HEADER + i * SLOT;
-        let slot = bytes.get(s..s + SLOT)?;
-        let head = u32::from_ne_bytes([slot[0], slot[1], slot[2], slot[3]]);
-        let off = u16::from_ne_bytes([slot[4], slot[5]]) as usize;
-        let b = *bytes.get(off)?;
-        let (suffix_len, value_len, rest_off) = if b < 0x80 {
-            ((b >> 4) as usize, (b & 0x0F) as usize, off + 1)
-        } else if b < 0xC0 {
-            ((b & 0x3F) as usize, *bytes.get(off + 1)? as usize, off + 2)
-        } else {
-            return None;
-        };
+        let (head, off, suffix_len, value_len, header_len) = self.short_header(i)?;
+        let rest_off = off + header_len;
         let rest_len = suffix_len.saturating_sub(4);
         let value_off = rest_off + rest_len;
-        if value_off + value_len > bytes.len() {
+        if value_off + value_len > self.size {
             return None;
         }
         Some(Short {
@@ -450,33 +471,11 @@ impl LeafCopy {
     #[inline(always)]
     pub(crate) fn copy_short(&self, i: usize) -> Option<(Bytes, Bytes)> {
         const CAP: usize = Bytes::INLINE_CAPACITY;
-        // A copy never loaded, or whose load failed, has `slots` 0.
-        if i >= self.slots {
-            return None;
-        }
-        let base = self.buf.as_ptr() as *const u8;
-        // SAFETY: `i < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which the
-        // buffer holds (`size + PAD` bytes, initialised words); the copy is private and
-        // immutable while `&self` is borrowed.
-        let slot =
-            unsafe { std::ptr::read_unaligned(base.add(HEADER + i * SLOT) as *const [u8; SLOT]) };
-        let head = u32::from_ne_bytes([slot[0], slot[1], slot[2], slot[3]]);
-        let off = u16::from_ne_bytes([slot[4], slot[5]]) as usize;
-        if off >= self.size {
-            return None;
-        }
-        // SAFETY: `off < size` and the buffer holds `size + PAD` initialised bytes with
-        // `ENTRY_READ <= PAD`; the reference is to this copy's own bytes, which nothing
-        // writes while `&self` is borrowed.
-        let w = unsafe { &*(base.add(off) as *const [u8; ENTRY_READ]) };
-        let b = w[0];
-        let (suffix_len, value_len, rest_at) = if b < 0x80 {
-            ((b >> 4) as usize, (b & 0x0F) as usize, 1)
-        } else if b < 0xC0 {
-            ((b & 0x3F) as usize, w[1] as usize, 2)
-        } else {
-            return None;
-        };
+        let (head, off, suffix_len, value_len, rest_at) = self.short_header(i)?;
+        // SAFETY: `off < size` (`short_header`) and the buffer holds `size + PAD`
+        // initialised bytes with `ENTRY_READ <= PAD`; the reference is to this copy's own
+        // bytes, which nothing writes while `&self` is borrowed.
+        let w = unsafe { &*(self.buf.as_ptr().cast::<u8>().add(off) as *const [u8; ENTRY_READ]) };
         // A prefix longer than a `Bytes` holds inline has length `NO_TEMPLATE`: no key fits.
         let plen = self.template.len as usize;
         let klen = plen + suffix_len;
@@ -517,38 +516,40 @@ impl LeafCopy {
     #[inline(always)]
     fn put_short(&self, e: &Short, plen: usize, key: &mut Vec<u8>) {
         debug_assert!(key.len() >= plen && key.capacity() >= plen + SHORT_KEY_ROOM);
-        let bytes = self.bytes();
         let k = key.as_mut_ptr();
-        // Eight-byte blocks when the copy has the bytes after the rest (it nearly always
-        // has: the heap ends at the end of the copy, the rest is followed by its value or
-        // by further entries), so that a short rest costs no call of `memcpy`; the first
-        // block is copied whatever the rest's length.
-        let blocks = (e.rest_len.max(1) + 7) & !7;
         // SAFETY: `key` holds at least `plen` initialised bytes and has room for
         // `plen + SHORT_KEY_ROOM` (the caller's contract, checked in debug builds); the head
-        // goes to `plen..plen + 4` and the rest, or its eight-byte blocks (`blocks <= 64`:
-        // `rest_len < 60`), to `plen + 4..plen + 4 + blocks`, inside that room. The source
-        // blocks lie inside the copy (`rest_off + blocks <= len`, checked), the exact rest
-        // too (`short_entry` checked that it and the value lie inside), and the copy does
-        // not overlap `key` (a separate allocation). Afterwards `key[..plen + suffix_len]`
-        // is initialised: prefix, head bytes, rest.
+        // goes to `plen..plen + 4` and the rest's eight-byte blocks (at most 8: `rest_len <
+        // 60`) to `plen + 4..plen + 4 + 64`, inside that room. The source blocks end at most
+        // 7 bytes past the rest, whose end (the value's start) `short_entry` checked to lie
+        // inside the copy: inside the buffer, which holds `PAD >= 7` bytes more. The copy
+        // does not overlap `key` (a separate allocation). Afterwards `key[..plen +
+        // suffix_len]` is initialised: prefix, head bytes, rest.
         unsafe {
             std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], e.head.to_be_bytes());
-            let src = bytes.as_ptr().add(e.rest_off);
+            let src = self.buf.as_ptr().cast::<u8>().add(e.rest_off);
             let dst = k.add(plen + 4);
-            if e.rest_off + blocks <= bytes.len() {
-                let w = std::ptr::read_unaligned(src as *const [u8; 8]);
-                std::ptr::write_unaligned(dst as *mut [u8; 8], w);
-                let mut j = 8;
-                while j < e.rest_len {
-                    let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
-                    std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
-                    j += 8;
-                }
-            } else {
-                std::ptr::copy_nonoverlapping(src, dst, e.rest_len);
+            let w = std::ptr::read_unaligned(src as *const [u8; 8]);
+            std::ptr::write_unaligned(dst as *mut [u8; 8], w);
+            let mut j = 8;
+            while j < e.rest_len {
+                let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
+                std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
+                j += 8;
             }
             key.set_len(plen + e.suffix_len);
+        }
+    }
+
+    /// The value of the short entry `e` (which `short_entry` checked to lie inside the
+    /// copy).
+    #[inline(always)]
+    fn short_value(&self, e: &Short) -> &[u8] {
+        debug_assert!(e.place.off + e.place.len <= self.size);
+        // SAFETY: `short_entry` checked `off + len <= size`, and the buffer holds `size`
+        // initialised bytes of this copy, which nothing writes while `&self` is borrowed.
+        unsafe {
+            std::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>().add(e.place.off), e.place.len)
         }
     }
 
@@ -596,7 +597,7 @@ impl LeafCopy {
                 if let Some(e) = self.short_entry(i) {
                     self.put_short(&e, plen, key);
                     last = Some((i, e.place));
-                    if let ControlFlow::Break(r) = f(key, self.value(e.place)) {
+                    if let ControlFlow::Break(r) = f(key, self.short_value(&e)) {
                         break ControlFlow::Break(r);
                     }
                     continue;

@@ -488,6 +488,7 @@ fn leaf_copy_reads_and_walks_every_entry() {
 /// entries at the very end of the page (read through the copy's padding).
 #[test]
 fn leaf_copy_short_entries_match_read() {
+    use std::ops::ControlFlow;
     const CAP: usize = crate::Bytes::INLINE_CAPACITY;
     assert!(LeafCopy::default().copy_short(0).is_none());
     for plen in [0usize, 1, 2, 5, 18, 21, 22, 23, 30] {
@@ -495,12 +496,13 @@ fn leaf_copy_short_entries_match_read() {
             let prefix = vec![b'p'; plen];
             let mut upper = prefix.clone();
             upper.push(0xff);
-            let mut p = Scratch::new(4096);
+            let mut p = Scratch::new(16384);
             let mut n = p.node_mut();
             n.init(0, Some(&prefix), Some(&upper), &prefix);
             let mut entries = Vec::new();
-            // Suffix `s` of every length 0..=26 (`s` bytes after a length-distinct byte).
-            for slen in 0..=26usize {
+            // Suffixes of every length 0..=26, and long ones around the short forms' end
+            // (the walk's short step covers suffixes under 64 bytes).
+            for slen in (0..=26usize).chain([40, 59, 60, 63, 64, 70]) {
                 let mut k = prefix.clone();
                 k.extend((0..slen).map(|j| (slen * 7 + j) as u8 | 1));
                 let v: Vec<u8> = (0..vlen).map(|j| (j + slen) as u8).collect();
@@ -531,6 +533,22 @@ fn leaf_copy_short_entries_match_read() {
             }
             assert!(copy.copy_short(copy.count()).is_none());
             assert_eq!(copy.count(), entries.len());
+            // The visitor's walk (its short step and the general one) sees the same.
+            let mut sorted = entries.clone();
+            sorted.sort();
+            let pool = crate::page::PagePool::new(16384, 16384, false);
+            let dir = Directory::of(&pool);
+            let blobs: (&Directory, &dyn Fn() -> Result<(), Restart>, bool) =
+                (&dir, &|| Ok(()), false);
+            copy.read(0, false, &mut key).unwrap();
+            let mut seen = vec![(key.clone(), sorted[0].1.clone())];
+            let (_, flow, stale) =
+                copy.walk::<true, ()>(0, copy.count(), &mut key, blobs, &mut |k, v| {
+                    seen.push((k.to_vec(), v.to_vec()));
+                    ControlFlow::Continue(())
+                });
+            assert!(flow.is_continue() && !stale);
+            assert_eq!(seen, sorted, "plen {plen} vlen {vlen}");
         }
     }
 }
