@@ -1,6 +1,6 @@
 //! Buffers reused per thread: page-sized ones for the scratch pages of rebuilds
-//! ([`Scratch`]) and the leaf copies of cursors ([`LeafCopy`]), and small byte buffers for
-//! the keys of cursors.
+//! ([`Scratch`]) and the leaf copies of cursors ([`LeafCopy`], a page and a few bytes of
+//! padding), and small byte buffers for the keys of cursors.
 //!
 //! Each thread keeps up to [`KEPT`] spare buffers. [`take`] hands out a spare of the right
 //! size (or allocates a zeroed one), [`give`] puts one back, so a split or a scan neither
