@@ -113,12 +113,16 @@ pub struct Stats {
     /// Line mode: switches of a leaf into it.
     pub line_switches: u64,
     /// Line mode: switches out of it (an exclusive latch, a scan or a shared latch met the
-    /// leaf in line mode): `line_switches - hot_leaves`.
+    /// leaf in line mode, or an eviction): `line_switches - hot_leaves`.
     pub line_exits: u64,
     /// Line mode: in-place updates made without the leaf latch.
     pub line_updates: u64,
     /// Line mode: such updates that waited for a stretch another updater held.
     pub line_conflicts: u64,
+    /// Line mode: cold leaves (no update in line mode for a few milliseconds) whose line
+    /// mode a writer of another leaf ended, to take their entry of the process-wide table
+    /// (counted in `line_exits` too).
+    pub line_evictions: u64,
     /// The conflict-control module
     /// ([`Config::conflict_control`](crate::Config::conflict_control)): in-place updates in line mode that waited for
     /// the advisory lock of their key, held by an update of the same key (or of one with
@@ -263,6 +267,7 @@ impl Tree {
             line_switches: core.counters.sum(Counter::LineSwitches).max(0) as u64,
             line_updates: core.counters.sum(Counter::LineUpdates).max(0) as u64,
             line_conflicts: core.counters.sum(Counter::LineConflicts).max(0) as u64,
+            line_evictions: core.counters.sum(Counter::LineEvictions).max(0) as u64,
             ccm_waits: core.counters.sum(Counter::CcmWaits).max(0) as u64,
             mark_rejections: core.counters.sum(Counter::MarkRejections).max(0) as u64,
             segment_inserts: core.counters.sum(Counter::SegmentInserts).max(0) as u64,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The table of leaves in line mode is process-wide (128 entries, 4 probed per leaf): the
+/// The table of leaves in line mode is process-wide (1024 entries, 4 probed per leaf): the
 /// tests of this file run one at a time, so that one test's trees do not take the entries
 /// another expects to get.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -166,6 +166,88 @@ fn counters_stay_exact_while_leaves_switch_in_and_out() {
     let s = tree.stats();
     assert!(s.line_switches > 0 && s.line_updates > 0, "{s:?}");
     assert!(s.line_exits > 0, "inserts and scans end line mode: {s:?}");
+    assert_eq!(s.line_switches - s.line_exits, s.hot_leaves as u64);
+    tree.check_invariants().unwrap();
+}
+
+/// A full table: leaves that went cold give their entries to leaves that are updated now
+/// (`sync::lines::evict_cold`), so that the updates of the hot leaves run in line mode,
+/// and no increment is lost or read torn on the way.
+#[test]
+fn cold_leaves_give_their_entries_to_hot_ones() {
+    let _serial = serial();
+    // Some 3,000 leaves, three times the table; every leaf's first update switches it while
+    // entries last.
+    const COUNTERS: u64 = 200_000;
+    let tree = always_tree(COUNTERS);
+    for i in 0..COUNTERS {
+        assert!(increment(&tree, &key(2 * i)));
+    }
+    let filled = tree.stats();
+    assert!(
+        filled.hot_leaves > 500,
+        "the table holds this tree's leaves: {filled:?}"
+    );
+    // The hot set: the last 10,000 counters (some 150 leaves), which switched last, when
+    // the table was full. Rounds of updates by four threads, a cold period (8 ms) apart,
+    // while a reader checks that no value is torn.
+    const HOT: u64 = 10_000;
+    const ROUNDS: u64 = 8;
+    const THREADS: u64 = 4;
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (tree, stop) = (tree.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut x = 99;
+            while !stop.load(Ordering::Relaxed) {
+                let i = COUNTERS - 1 - draw(&mut x) % HOT;
+                count_of(&tree.get(&key(2 * i)).expect("a counter"));
+            }
+        })
+    };
+    let mut last_round = 0;
+    for round in 0..ROUNDS {
+        thread::sleep(Duration::from_millis(10));
+        let before = tree.stats().line_updates;
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let tree = tree.clone();
+                thread::spawn(move || {
+                    for n in 0..HOT {
+                        let i = COUNTERS - HOT + (n + t * 997) % HOT;
+                        assert!(increment(&tree, &key(2 * i)));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        if round == ROUNDS - 1 {
+            last_round = tree.stats().line_updates - before;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    let s = tree.stats();
+    assert!(s.line_evictions > 0, "{s:?}");
+    assert!(
+        last_round * 2 > THREADS * HOT,
+        "the hot leaves took entries: {last_round} of {} updates in line mode, {s:?}",
+        THREADS * HOT
+    );
+    for i in 0..COUNTERS {
+        let want = if i >= COUNTERS - HOT {
+            1 + THREADS * ROUNDS
+        } else {
+            1
+        };
+        assert_eq!(
+            count_of(&tree.get(&key(2 * i)).unwrap()),
+            want,
+            "counter {i}"
+        );
+    }
     assert_eq!(s.line_switches - s.line_exits, s.hot_leaves as u64);
     tree.check_invariants().unwrap();
 }

@@ -7,6 +7,8 @@ use crate::engine::TreeCore;
 use crate::node::{Node, NodeMut};
 use crate::ops::write::insert_latched;
 use crate::policy::combining::{Kind, Request};
+use crate::policy::draw;
+use crate::policy::lines::clock_us;
 use crate::policy::Divert;
 use crate::sync::ccm::{self, KeyLock};
 use crate::sync::lines::{self, LineLock};
@@ -260,7 +262,8 @@ impl TreeCore {
         if !self.policy.lines.after_update(node) {
             return false;
         }
-        let Some(entry) = lines::claim(latch, self.id() as usize) else {
+        let tree = self.id() as usize;
+        let Some(entry) = lines::claim(latch, tree).or_else(|| self.evict_for(latch, tree)) else {
             return false;
         };
         if self.config().conflict_control.mark_bits {
@@ -270,4 +273,24 @@ impl TreeCore {
         self.counters.add(Counter::LineSwitches, 1);
         true
     }
+
+    /// Where the leaf with latch `latch` found its table entries taken: one claim in
+    /// [`EVICT_SAMPLE`] tries to end the line mode of a cold leaf of this tree among their
+    /// holders (`lines::evict_cold`) and claims again if it did.
+    #[cold]
+    #[inline(never)]
+    // The Shuttle build looks at every failed claim (a mask of 0).
+    #[cfg_attr(feature = "shuttle", allow(clippy::bad_bit_mask))]
+    fn evict_for(&self, latch: usize, tree: usize) -> Option<usize> {
+        if draw() & (EVICT_SAMPLE - 1) != 0 || !lines::evict_cold(latch, tree, clock_us()) {
+            return None;
+        }
+        self.counters.add(Counter::LineEvictions, 1);
+        lines::claim(latch, tree)
+    }
 }
+
+/// One failed claim of a table entry in this many looks for a cold leaf to evict (a power
+/// of two): with line mode `Always` and a full table every latched update fails its claim,
+/// and a look reads 65 words of each of four entries.
+const EVICT_SAMPLE: u32 = if cfg!(feature = "shuttle") { 1 } else { 8 };

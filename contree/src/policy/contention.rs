@@ -66,7 +66,7 @@ crate::sync::seam::model_local! {
 
 /// A per-thread xorshift32 draw.
 #[inline]
-pub(super) fn draw() -> u32 {
+pub(crate) fn draw() -> u32 {
     RNG.with(|c| {
         let mut x = c.get();
         if x == 0 {

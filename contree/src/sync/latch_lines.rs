@@ -40,6 +40,14 @@ impl HybridLatch {
             .and_then(|_| ExclusiveGuard::try_acquired(self, s)))
     }
 
+    /// Ends line mode for an evictor (`lines::evict_cold`): only if the latch is in line
+    /// mode and can be had at once, with a read-modify-write (owner mode never takes a
+    /// latch in line mode). Returns whether it ended it.
+    #[cold]
+    pub(crate) fn evict_lines(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & LINES != 0 && self.try_exclusive_atomic().is_some()
+    }
+
     /// Ends line mode if the latch can be had at once (an exclusive acquisition does it); a
     /// snapshot that met line mode calls it before it restarts.
     #[cold]

@@ -34,9 +34,23 @@
 //! ([`claim`]); a tree gives its entries back when it is dropped ([`release_tree`]). Version
 //! words only grow, so a reader that matched an entry just given to another leaf fails its
 //! leaf validation, never accepts torn bytes.
+//!
+//! **Eviction.** A leaf keeps its entry until something latches it, so leaves that went
+//! cold would hold the table against hotter ones. A writer whose leaf finds every entry it
+//! may use taken ([`evict_cold`]) ends the line mode of a cold leaf of its own tree among
+//! them: one whose stretch versions did not move for [`COLD_US`] microseconds, judged over
+//! two looks (a second chance: the first look records the versions' sum and the time). It
+//! takes that leaf's latch only if it is free at once ([`HybridLatch::evict_lines`]), never
+//! waits for one while it holds its own, and the exclusive acquisition ends line mode as
+//! any other does. The victim's latch address comes from the table, so it may name a leaf
+//! of a tree that is being dropped; one evictor at a time holds [`GATE`], and a dropped
+//! tree's [`release_tree`] takes it after giving its entries back: an address read under
+//! the gate lies in a pool that lives until the gate is released.
 
-use crate::sync::seam::{fence, yield_now, AtomicU64, AtomicUsize, Ordering};
-use crate::sync::{spin_hint, Restart};
+use crate::sync::seam::{
+    fence, yield_now, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+use crate::sync::{segments, spin_hint, HybridLatch, Restart};
 
 /// Entries of the process-wide table: leaves in line mode at once, over all trees (a power
 /// of two). 1024: on YCSB-A at zipf 0.99 over 10^6 records (~4,700 leaves) with line mode
@@ -45,16 +59,37 @@ use crate::sync::{spin_hint, Restart};
 /// handoffs per operation (`bench/results/eunomia-latch-stats.txt`, session 37). An entry
 /// costs about 6 KiB of zero pages (its lines here, its segments, marks and key locks),
 /// touched only once a leaf claims it.
+#[cfg(not(feature = "shuttle"))]
 pub(crate) const ENTRIES: usize = 1024;
+/// Under Shuttle, four entries that every leaf probes, no cold period and a look at every
+/// failed claim (`ops::lines`), so that the models fill the table and evict.
+#[cfg(feature = "shuttle")]
+pub(crate) const ENTRIES: usize = 4;
 const _: () = assert!(ENTRIES.is_power_of_two());
 /// Versions per entry: a leaf's page is cut into this many stretches of equal length.
 pub(crate) const LINES: usize = 64;
 /// Entries probed from a latch address's home entry.
 const PROBE: usize = 4;
 
+/// A leaf whose stretch versions did not move for this many microseconds is cold: an
+/// evictor may end its line mode ([`evict_cold`]). YCSB-A at zipf 0.99 over 10^6 records
+/// with line mode `Always` (about 4,700 leaves for 1024 entries; latch-stats build, 8 and
+/// 16 threads on 2 cores) left 0.058-0.060 leaf-latch handoffs per operation with 0.5 ms,
+/// 0.057-0.060 with 2 ms and 0.055-0.056 with 8 ms (0.071 without eviction): a shorter
+/// period evicts leaves that are still warm, and each eviction is a latch acquisition too.
+pub(crate) const COLD_US: u32 = if cfg!(feature = "shuttle") { 0 } else { 8_000 };
+
 /// One version word on its own cache line.
 #[repr(align(64))]
 struct Line(AtomicU64);
+
+/// An evictor's last look at an entry ([`evict_cold`]): the owner it saw, the sum of the
+/// stretch versions and the time (`policy::lines::clock_us`). Written only under [`GATE`].
+struct Look {
+    owner: AtomicUsize,
+    sum: AtomicU64,
+    at: AtomicU32,
+}
 
 /// The table. Untouched entries cost no memory: the statics are zero pages until used.
 struct Table {
@@ -63,13 +98,55 @@ struct Table {
     /// The tree each entry's leaf belongs to (`TreeCore::id`).
     trees: [AtomicUsize; ENTRIES],
     lines: [[Line; LINES]; ENTRIES],
+    looks: [Look; ENTRIES],
 }
 
 static TABLE: Table = Table {
     owners: [const { AtomicUsize::new(0) }; ENTRIES],
     trees: [const { AtomicUsize::new(0) }; ENTRIES],
     lines: [const { [const { Line(AtomicU64::new(0)) }; LINES] }; ENTRIES],
+    looks: [const {
+        Look {
+            owner: AtomicUsize::new(0),
+            sum: AtomicU64::new(0),
+            at: AtomicU32::new(0),
+        }
+    }; ENTRIES],
 };
+
+/// Held by the one thread that evicts at a time ([`evict_cold`]), and taken by
+/// [`release_tree`] after it gave a dropped tree's entries back (see the module doc).
+static GATE: AtomicBool = AtomicBool::new(false);
+
+/// The gate, held; released on drop.
+struct Gate;
+
+impl Gate {
+    /// The gate if nobody holds it.
+    fn try_take() -> Option<Gate> {
+        GATE.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            .then_some(Gate)
+    }
+
+    /// The gate, waiting while an evictor holds it (an eviction takes one latch that was
+    /// free and waits only for the in-place updates under way in its leaf).
+    fn take() -> Gate {
+        let mut spins = 0;
+        loop {
+            if let Some(g) = Gate::try_take() {
+                return g;
+            }
+            wait(&mut spins);
+        }
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        GATE.store(false, Ordering::Release);
+    }
+}
 
 /// The entry a latch address hashes to first.
 #[inline]
@@ -97,7 +174,7 @@ pub(crate) fn claim(addr: usize, tree: usize) -> Option<usize> {
             .compare_exchange(0, addr, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok();
         if claimed {
-            TABLE.trees[e].store(tree, Ordering::Relaxed);
+            TABLE.trees[e].store(tree, Ordering::Release);
         }
         claimed
     })
@@ -113,7 +190,9 @@ pub(crate) fn count_tree(tree: usize) -> usize {
         .count()
 }
 
-/// Gives back every entry of `tree`, which is being dropped (nobody uses its pages).
+/// Gives back every entry of `tree`, which is being dropped (nobody uses its pages), then
+/// waits for an eviction under way, which may have read one of their addresses (see the
+/// module doc).
 pub(crate) fn release_tree(tree: usize) {
     for e in 0..ENTRIES {
         if TABLE.trees[e].load(Ordering::Relaxed) == tree {
@@ -121,6 +200,61 @@ pub(crate) fn release_tree(tree: usize) {
             TABLE.owners[e].store(0, Ordering::Release);
         }
     }
+    drop(Gate::take());
+}
+
+/// For a writer of tree `tree` that holds the latch at `addr` exclusively and found every
+/// entry it may use taken ([`claim`] failed): ends the line mode of a cold leaf of the same
+/// tree among the leaves holding those entries, so that a second `claim` may succeed.
+/// Returns whether it ended one. Gives up at once where another thread evicts, or the
+/// cold leaf's latch is taken. `now` is `policy::lines::clock_us`.
+#[cold]
+#[inline(never)]
+pub(crate) fn evict_cold(addr: usize, tree: usize, now: u32) -> bool {
+    let Some(_gate) = Gate::try_take() else {
+        return false;
+    };
+    let h = home(addr);
+    for e in (0..PROBE).map(|i| (h + i) % ENTRIES) {
+        let victim = TABLE.owners[e].load(Ordering::Acquire);
+        // Page latches are page-aligned; the unit tests' stand-in addresses are not.
+        let leaf = victim != 0 && victim != addr && victim.is_multiple_of(crate::page::PAGE_ALIGN);
+        if !leaf || TABLE.trees[e].load(Ordering::Acquire) != tree {
+            continue;
+        }
+        fence(Ordering::Acquire);
+        if TABLE.owners[e].load(Ordering::Relaxed) != victim || !cold(e, victim, now) {
+            continue;
+        }
+        // SAFETY: `victim` is the address of the latch of a leaf page (the first word of
+        // the page), read from the table under the gate: its tree gives its entries back
+        // and takes the gate before its pool can be freed (`release_tree`), and a pool
+        // never unmaps a page while it lives (`crate::page`). Latch words are only ever
+        // accessed atomically.
+        let latch = unsafe { &*(victim as *const HybridLatch) };
+        return latch.evict_lines();
+    }
+    false
+}
+
+/// Whether entry `e`, owned by the leaf with latch `owner`, went cold: its stretch versions
+/// and the lock words of its insert segments (`sync::segments`) are those of an earlier
+/// look at least [`COLD_US`] ago. A look that finds them moved (or
+/// another owner) records them and the time instead. Called under the gate.
+// The Shuttle build's cold period is 0: every second look finds a cold leaf.
+#[cfg_attr(feature = "shuttle", allow(clippy::absurd_extreme_comparisons))]
+fn cold(e: usize, owner: usize, now: u32) -> bool {
+    let look = &TABLE.looks[e];
+    let sum = TABLE.lines[e].iter().fold(segments::activity(e), |s, l| {
+        s.wrapping_add(l.0.load(Ordering::Relaxed))
+    });
+    if look.owner.load(Ordering::Relaxed) == owner && look.sum.load(Ordering::Relaxed) == sum {
+        return now.wrapping_sub(look.at.load(Ordering::Relaxed)) >= COLD_US;
+    }
+    look.owner.store(owner, Ordering::Relaxed);
+    look.sum.store(sum, Ordering::Relaxed);
+    look.at.store(now, Ordering::Relaxed);
+    false
 }
 
 /// The first step of ending line mode of entry `e`'s leaf: the caller has just latched it
@@ -295,5 +429,42 @@ mod tests {
         claim(addr, 43).unwrap();
         release_tree(43);
         assert_eq!(find(addr), None);
+    }
+
+    /// A leaf is cold once two looks at least `COLD_US` apart find its stretch versions and
+    /// insert segments unchanged; stand-in addresses are never evicted.
+    #[test]
+    fn leaves_go_cold_after_a_second_look() {
+        let addr = 0x7777_1001usize;
+        let e = claim(addr, 44).expect("a free entry");
+        let gate = Gate::take();
+        let t = 1_000;
+        // The first look records; the second judges.
+        assert!(!cold(e, addr, t));
+        assert!(!cold(e, addr, t + COLD_US - 1));
+        assert!(cold(e, addr, t + COLD_US));
+        // An in-place update moves a stretch version: warm, and the clock starts again.
+        drop(LineLock::lock(e, (7, 7)));
+        assert!(!cold(e, addr, t + 2 * COLD_US));
+        assert!(!cold(e, addr, t + 3 * COLD_US - 1));
+        assert!(cold(e, addr, t + 3 * COLD_US));
+        // So does an insert into a segment.
+        drop(segments::SegmentLock::lock(e, 2));
+        assert!(!cold(e, addr, t + 4 * COLD_US));
+        assert!(cold(e, addr, t + 5 * COLD_US));
+        // Another owner of the entry gets a first look of its own.
+        assert!(!cold(e, addr + 2, t + 6 * COLD_US));
+        assert!(cold(e, addr + 2, t + 7 * COLD_US));
+        drop(gate);
+        // A writer of the same tree whose probe entries include `e` finds it cold, but a
+        // stand-in address is no page: nothing is evicted (nor touched).
+        let writer = (1..)
+            .map(|k| addr + 2 * k)
+            .find(|&a| (0..PROBE).any(|i| (home(a) + i) % ENTRIES == e))
+            .unwrap();
+        assert!(!evict_cold(writer, 44, t + 9 * COLD_US));
+        assert_eq!(find(addr), Some(e));
+        quiesce(e);
+        give_back(e);
     }
 }

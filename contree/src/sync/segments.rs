@@ -297,6 +297,14 @@ pub(crate) fn drain(e: usize, mut each: impl FnMut(&[u8], &[u8])) -> usize {
     moved
 }
 
+/// The sum of the lock words of entry `e`'s segments: it moves with every insert into
+/// them (the eviction of cold leaves looks at it, `lines::evict_cold`).
+pub(crate) fn activity(e: usize) -> u64 {
+    TABLE[e].iter().fold(0u64, |s, seg| {
+        s.wrapping_add(seg.lock.load(Ordering::Relaxed))
+    })
+}
+
 /// Moves the records of entry `e`'s segments into the sorted area of its leaf, which `x`
 /// has just latched exclusively to end line mode (after `lines::quiesce`). Returns how many
 /// it moved.
@@ -313,10 +321,12 @@ pub(crate) fn drain_into(e: usize, x: &mut ExclusiveGuard<'_>) -> usize {
     let counters = l.counters.load(Ordering::Relaxed) as *const StripedCounters;
     // SAFETY: the latch word is the first word of its page, of the size `open` noted for
     // this entry when the leaf switched; the page stays mapped while its tree lives, and
-    // the caller reached the latch through that tree.
+    // the caller reached the latch through that tree (or, evicting, through the table
+    // under the gate that holds off the tree's drop, `lines::evict_cold`).
     let node = Node::new(unsafe { RawPage::new(x.latch_addr() as *mut u8, page_size) });
     // SAFETY: `open` noted the directory and counters of the leaf's tree, which outlive
-    // its pages' latches, one of which the caller holds.
+    // its pages' latches, one of which the caller holds (and the tree's drop waits for an
+    // evictor's gate).
     let (directory, counters) = unsafe { (&*directory, &*counters) };
     let mut leaf = NodeMut::new(node, x);
     let moved = drain(e, |key, value| {

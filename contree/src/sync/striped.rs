@@ -43,6 +43,9 @@ pub(crate) enum Counter {
     LineUpdates,
     /// Updates in line mode that waited for a stretch another updater held.
     LineConflicts,
+    /// Cold leaves whose line mode a writer ended to take their table entry
+    /// (`lines::evict_cold`).
+    LineEvictions,
     /// Updates in line mode that waited for the advisory lock of their key (`sync::ccm`).
     CcmWaits,
     /// Reads and updates of a leaf in line mode answered "absent" by its mark bits.
@@ -80,7 +83,7 @@ pub(crate) enum Counter {
     NumaCrossHandoffs,
 }
 
-const COUNTERS: usize = 27;
+const COUNTERS: usize = Counter::NumaCrossHandoffs as usize + 1;
 
 /// One stripe: a cell of every counter, on its own two cache lines.
 #[repr(align(128))]

@@ -86,6 +86,7 @@ struct Totals {
     side_diverted: AtomicU64,
     line_updates: AtomicU64,
     line_exits: AtomicU64,
+    line_evictions: AtomicU64,
     /// Reads and updates answered "absent" by a leaf's mark bits (`sync::ccm`).
     mark_rejections: AtomicU64,
     /// Inserts into a leaf's insert segments and records moved out of them
@@ -536,6 +537,9 @@ fn execution(model: &Model, totals: &Totals) {
         .fetch_add(s.line_updates, Ordering::Relaxed);
     totals.line_exits.fetch_add(s.line_exits, Ordering::Relaxed);
     totals
+        .line_evictions
+        .fetch_add(s.line_evictions, Ordering::Relaxed);
+    totals
         .mark_rejections
         .fetch_add(s.mark_rejections, Ordering::Relaxed);
     totals
@@ -637,7 +641,7 @@ fn check(model: Model) -> Arc<Totals> {
     eprintln!(
         "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
-         {} diverted to the side structure, {} updates in line mode, {} line mode exits, \
+         {} diverted to the side structure, {} updates in line mode, {} line mode exits ({} evictions), \
          {} mark-bit rejections, {} segment inserts, {} records moved, {} leaf phases run again, {} slices, {} melds, {} cohort latches",
         get(&totals.executions),
         get(&totals.splits),
@@ -651,6 +655,7 @@ fn check(model: Model) -> Arc<Totals> {
         get(&totals.side_diverted),
         get(&totals.line_updates),
         get(&totals.line_exits),
+        get(&totals.line_evictions),
         get(&totals.mark_rejections),
         get(&totals.segment_inserts),
         get(&totals.segment_moves),
