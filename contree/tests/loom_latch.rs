@@ -203,6 +203,9 @@ mod sync {
         }
         pub(crate) fn quiesce(_e: usize) {}
         pub(crate) fn give_back(_e: usize) {}
+        pub(crate) fn busy(_e: usize) -> bool {
+            false
+        }
     }
 
     /// See [`lines`].

@@ -8,6 +8,7 @@ use super::{
     fence, flags, lines, owns, segments, ExclusiveGuard, HybridLatch, OptimisticGuard, Ordering,
     Restart, ATOMIC, COHORT, EXCLUSIVE, LINES, SHARED_MASK, VERSION_MASK,
 };
+use crate::sync::count_acquisition;
 
 impl HybridLatch {
     /// [`try_exclusive`](Self::try_exclusive) for an in-place updater: a free latch in line
@@ -40,12 +41,39 @@ impl HybridLatch {
             .and_then(|_| ExclusiveGuard::try_acquired(self, s)))
     }
 
-    /// Ends line mode for an evictor (`lines::evict_cold`): only if the latch is in line
-    /// mode and can be had at once, with a read-modify-write (owner mode never takes a
-    /// latch in line mode). Returns whether it ended it.
+    /// Ends line mode for an evictor (`lines::evict_cold`), which holds the latch of another
+    /// leaf and the eviction gate: only if the latch is in line mode and free at once (a
+    /// read-modify-write; owner mode never takes a latch in line mode), and only if no
+    /// in-place update holds a stretch once the latch is taken. Such an update may be
+    /// running its caller's closure, which may do anything (drop another tree, whose drop
+    /// waits for the gate), so the evictor releases the latch again rather than wait for it.
+    /// Updates that lock a stretch after the latch is taken see it and back off (the
+    /// `SeqCst` fences of the line-mode protocol, `sync::lines`). Returns whether it ended
+    /// line mode.
     #[cold]
     pub(crate) fn evict_lines(&self) -> bool {
-        self.state.load(Ordering::Relaxed) & LINES != 0 && self.try_exclusive_atomic().is_some()
+        let s = self.state.load(Ordering::Relaxed);
+        if s & LINES == 0
+            || s & (EXCLUSIVE | SHARED_MASK | COHORT) != 0
+            || self
+                .state
+                .compare_exchange(s, s | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        count_acquisition(false);
+        // Released on return: the version moves on, `LINES` stays unless `end_lines` ran.
+        let _x = ExclusiveGuard {
+            latch: self,
+            flags: flags(ATOMIC, false),
+        };
+        fence(Ordering::SeqCst);
+        if lines::find(self.addr()).is_some_and(lines::busy) {
+            return false;
+        }
+        ExclusiveGuard::end_lines(self);
+        true
     }
 
     /// Ends line mode if the latch can be had at once (an exclusive acquisition does it); a

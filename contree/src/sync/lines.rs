@@ -41,8 +41,9 @@
 //! them: one whose stretch versions did not move for [`COLD_US`] microseconds, judged over
 //! two looks (a second chance: the first look records the versions' sum and the time). It
 //! takes that leaf's latch only if it is free at once ([`HybridLatch::evict_lines`]), never
-//! waits for one while it holds its own, and the exclusive acquisition ends line mode as
-//! any other does. The victim's latch address comes from the table, so it may name a leaf
+//! waits for one while it holds its own, and backs off if an in-place update holds a
+//! stretch (whose closure could wait for the gate below); else it ends line mode as any
+//! exclusive acquisition does. The victim's latch address comes from the table, so it may name a leaf
 //! of a tree that is being dropped; one evictor at a time holds [`GATE`], and a dropped
 //! tree's [`release_tree`] takes it after giving its entries back: an address read under
 //! the gate lies in a pool that lives until the gate is released.
@@ -270,6 +271,14 @@ pub(crate) fn quiesce(e: usize) {
     }
 }
 
+/// Whether an in-place update holds a stretch of entry `e` (an evictor backs off then,
+/// `HybridLatch::evict_lines`).
+pub(crate) fn busy(e: usize) -> bool {
+    TABLE.lines[e]
+        .iter()
+        .any(|line| line.0.load(Ordering::Acquire) & 1 != 0)
+}
+
 /// The last step of ending line mode of entry `e`'s leaf (see [`quiesce`]).
 pub(crate) fn give_back(e: usize) {
     TABLE.trees[e].store(0, Ordering::Relaxed);
@@ -466,5 +475,44 @@ mod tests {
         assert_eq!(find(addr), Some(e));
         quiesce(e);
         give_back(e);
+    }
+
+    /// An evictor takes a leaf's latch only if it is free, and backs off while an in-place
+    /// update holds a stretch (its closure may be waiting for anything); else it ends line
+    /// mode and frees the entry.
+    #[test]
+    fn evictors_back_off_from_updates_under_way() {
+        let latch = Box::new(HybridLatch::new());
+        let addr = &*latch as *const HybridLatch as usize;
+        let e = claim(addr, 45).expect("a free entry");
+        let mut x = latch.try_exclusive().unwrap();
+        x.set_lines();
+        // Held: no eviction.
+        assert!(!latch.evict_lines());
+        drop(x);
+        let v = latch.version();
+        // An update holds two stretches for 300 ms on another thread: the evictor returns
+        // at once, without waiting for it, and the leaf stays in line mode.
+        let locked = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _update = LineLock::lock(e, (3, 4));
+                locked.wait();
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            });
+            locked.wait();
+            let t = std::time::Instant::now();
+            assert!(!latch.evict_lines());
+            assert!(
+                t.elapsed() < std::time::Duration::from_millis(200),
+                "waited"
+            );
+            assert_eq!(find(addr), Some(e), "still in line mode");
+        });
+        // The back-off released the latch: readers of the old version restart.
+        assert_ne!(latch.version(), v);
+        assert!(latch.evict_lines());
+        assert_eq!(find(addr), None);
+        assert!(!latch.evict_lines(), "no longer in line mode");
     }
 }
