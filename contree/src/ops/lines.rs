@@ -292,5 +292,6 @@ impl TreeCore {
 
 /// One failed claim of a table entry in this many looks for a cold leaf to evict (a power
 /// of two): with line mode `Always` and a full table every latched update fails its claim,
-/// and a look reads 65 words of each of four entries.
+/// and a look reads 68 words (64 stretch versions, 4 segment locks) of each of four
+/// entries.
 const EVICT_SAMPLE: u32 = if cfg!(feature = "shuttle") { 1 } else { 8 };

@@ -246,9 +246,7 @@ pub(crate) fn evict_cold(addr: usize, tree: usize, now: u32) -> bool {
 #[cfg_attr(feature = "shuttle", allow(clippy::absurd_extreme_comparisons))]
 fn cold(e: usize, owner: usize, now: u32) -> bool {
     let look = &TABLE.looks[e];
-    let sum = TABLE.lines[e].iter().fold(segments::activity(e), |s, l| {
-        s.wrapping_add(l.0.load(Ordering::Relaxed))
-    });
+    let sum = sum_of(&TABLE.lines[e]).wrapping_add(segments::activity(e));
     if look.owner.load(Ordering::Relaxed) == owner && look.sum.load(Ordering::Relaxed) == sum {
         return now.wrapping_sub(look.at.load(Ordering::Relaxed)) >= COLD_US;
     }
@@ -363,11 +361,15 @@ pub(crate) fn read_version(word: &AtomicU64) -> Result<u64, Restart> {
 #[inline]
 pub(crate) fn unchanged(e: usize, (first, last): (usize, usize), sum: u64) -> bool {
     fence(Ordering::Acquire);
-    let mut now = 0u64;
-    for line in &TABLE.lines[e][first..=last] {
-        now = now.wrapping_add(line.0.load(Ordering::Relaxed));
-    }
-    now == sum
+    sum_of(&TABLE.lines[e][first..=last]) == sum
+}
+
+/// The sum of the versions of `lines`, read as they are (locked or not).
+#[inline]
+fn sum_of(lines: &[Line]) -> u64 {
+    lines
+        .iter()
+        .fold(0u64, |s, l| s.wrapping_add(l.0.load(Ordering::Relaxed)))
 }
 
 /// The stretches `first..=last` of entry `e`, locked; unlocked on drop.
