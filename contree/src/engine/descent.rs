@@ -231,6 +231,32 @@ impl<'t> Access<'t> for Owned<'_> {
     }
 }
 
+/// The leaves' parent a point descent stepped from (see [`TreeCore::point_leaf_to`]): the
+/// node, its snapshot and the position of the child the descent took.
+pub(crate) struct LeafParent<'t> {
+    pub node: Node,
+    pub guard: OptimisticGuard<'t>,
+    pub pos: usize,
+}
+
+/// Where [`TreeCore::point_leaf_to`] hands the leaves' parent: `()` drops it (point reads),
+/// an `Option<LeafParent>` keeps it (cursors).
+pub(crate) trait KeepParent<'t> {
+    fn keep(&mut self, node: Node, guard: OptimisticGuard<'t>, pos: usize);
+}
+
+impl KeepParent<'_> for () {
+    #[inline(always)]
+    fn keep(&mut self, _node: Node, _guard: OptimisticGuard<'_>, _pos: usize) {}
+}
+
+impl<'t> KeepParent<'t> for Option<LeafParent<'t>> {
+    #[inline(always)]
+    fn keep(&mut self, node: Node, guard: OptimisticGuard<'t>, pos: usize) {
+        *self = Some(LeafParent { node, guard, pos });
+    }
+}
+
 /// A node reached by a descent, with its optimistic snapshot.
 pub(crate) struct Visit<'t> {
     pub pid: PageId,
@@ -433,6 +459,17 @@ impl TreeCore {
     /// [`descend`]: TreeCore::descend
     #[inline(always)]
     pub(crate) fn point_leaf(&self, key: &[u8]) -> Result<(Node, OptimisticGuard<'_>), Restart> {
+        self.point_leaf_to(key, &mut ())
+    }
+
+    /// [`point_leaf`](Self::point_leaf), handing the leaves' parent it stepped from to
+    /// `parent` (nothing where the leaf is a root), for [`sibling_leaf`](Self::sibling_leaf).
+    #[inline(always)]
+    pub(crate) fn point_leaf_to<'t>(
+        &'t self,
+        key: &[u8],
+        parent: &mut impl KeepParent<'t>,
+    ) -> Result<(Node, OptimisticGuard<'t>), Restart> {
         reentry::check(self.id());
         let meta = self.meta().optimistic();
         let (mut node, latch) = self.page(self.root_id())?;
@@ -473,7 +510,43 @@ impl TreeCore {
         }
         // The leaves' parent: the step to the leaf, peeled out of the loop so that the
         // leaf's prefetch is no branch of its own.
-        self.step_to_leaf(node.child(pos)?, &guard)
+        let reached = self.step_to_leaf(node.child(pos)?, &guard);
+        parent.keep(node, guard, pos);
+        reached
+    }
+
+    /// The leaf beside the one that `parent` led to, under the same parent: its right
+    /// neighbour (`forward`) or its left one, with its snapshot taken before the parent is
+    /// validated again; `Ok(None)` when that leaf has no such neighbour under the parent.
+    /// `Restart` if the parent changed since the descent that took its snapshot.
+    ///
+    /// A validated parent is unchanged since that descent, so the leaf it led to is still
+    /// its child `pos`, and (an SMO latches parent and children together) that leaf's upper
+    /// fence is still the parent's separator `pos`: its right neighbour holds the keys
+    /// right above that fence, and its left neighbour those at and right below its lower
+    /// fence. Scans cross to the next leaf this way without a descent from the root.
+    #[inline]
+    pub(crate) fn sibling_leaf(
+        &self,
+        parent: &LeafParent<'_>,
+        forward: bool,
+    ) -> Result<Option<(Node, OptimisticGuard<'_>, usize)>, Restart> {
+        reentry::check(self.id());
+        // `count` is clamped to the page, and a position past it reads the upper child: a
+        // read under a race is memory-safe garbage that the validation below rejects.
+        let pos = if forward {
+            if parent.pos >= parent.node.count() {
+                return Ok(None);
+            }
+            parent.pos + 1
+        } else {
+            match parent.pos.checked_sub(1) {
+                Some(pos) => pos,
+                None => return Ok(None),
+            }
+        };
+        let (leaf, guard) = self.step_to_leaf(parent.node.child(pos)?, &parent.guard)?;
+        Ok(Some((leaf, guard, pos)))
     }
 
     /// The step from a leaves' parent, read under `parent` (a node of the tree or its copy in

@@ -35,7 +35,9 @@ use crate::sync::seam::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Or
 use crate::sync::{Backoff, Counter, HybridLatch, Restart, StripedCounters};
 use std::sync::Arc;
 
-pub(crate) use descent::{Above, OptimisticNoWait, RandomRoute, RootSlot, Target, Visit};
+pub(crate) use descent::{
+    Above, LeafParent, OptimisticNoWait, RandomRoute, RootSlot, Target, Visit,
+};
 
 /// The words every operation reads, on cache lines of their own.
 #[repr(align(128))]

@@ -22,7 +22,7 @@
 //! to it) between moves.
 
 use super::cursor_kit::{self, Kit};
-use crate::engine::{Target, TreeCore};
+use crate::engine::{LeafParent, Target, TreeCore};
 use crate::node::{Node, Place};
 use crate::page::Directory;
 use crate::sync::{Backoff, OptimisticGuard, Restart};
@@ -56,6 +56,10 @@ pub struct Cursor<'t> {
     positioned: bool,
     /// The snapshot of the leaf behind `kit.leaf`, while the leaf may still be unchanged.
     at: Option<At<'t>>,
+    /// The parent the descent to the leaf behind `kit.leaf` stepped from (or the sibling
+    /// step, [`TreeCore::sibling_leaf`]): a move past the leaf's fence reaches the next
+    /// leaf through it while it is unchanged, instead of descending from the root.
+    parent: Option<LeafParent<'t>>,
 }
 
 /// Where the current entry came from: the snapshot the leaf copy was validated against, the
@@ -103,6 +107,7 @@ impl<'t> Cursor<'t> {
             value: Place::default(),
             positioned: false,
             at: None,
+            parent: None,
         }
     }
 
@@ -493,6 +498,7 @@ impl<'t> Cursor<'t> {
     fn unposition(&mut self) -> bool {
         self.positioned = false;
         self.at = None;
+        self.parent = None;
         false
     }
 
@@ -508,7 +514,8 @@ impl<'t> Cursor<'t> {
                 Ok(false) => self.unposition(),
                 Ok(true) => {
                     self.kit.seek.push(0);
-                    self.load(Seek::AtOrAfter)
+                    let near = self.parent.take();
+                    self.load_near(Seek::AtOrAfter, near)
                 }
                 Err(Restart) => self.reseek_from_current(true),
             };
@@ -523,7 +530,10 @@ impl<'t> Cursor<'t> {
         if let Some(at) = self.at.take().filter(|at| at.guard.validate().is_ok()) {
             return match self.fence(&at, false) {
                 Ok(false) => self.unposition(),
-                Ok(true) => self.load(Seek::AtOrBefore),
+                Ok(true) => {
+                    let near = self.parent.take();
+                    self.load_near(Seek::AtOrBefore, near)
+                }
                 Err(Restart) => self.reseek_from_current(false),
             };
         }
@@ -559,7 +569,16 @@ impl<'t> Cursor<'t> {
     /// Positions the cursor by a descent (see [`Seek`]), moving past leaves that hold no
     /// entry on the wanted side of the seek key: right after their upper fence, left at
     /// their lower fence.
-    fn load(&mut self, mut how: Seek) -> bool {
+    fn load(&mut self, how: Seek) -> bool {
+        self.load_near(how, None)
+    }
+
+    /// [`load`](Self::load) for a seek key that is a fence of a leaf `near` led to (the
+    /// key right after its upper fence, or its lower fence): the leaf is reached by the
+    /// step to its sibling under that parent while the parent is unchanged (see
+    /// [`TreeCore::sibling_leaf`]), by a descent otherwise. So is the next leaf after one
+    /// that holds no entry on the wanted side.
+    fn load_near(&mut self, mut how: Seek, mut near: Option<LeafParent<'t>>) -> bool {
         let tree = self.tree;
         // Entries of hot ranges are merged into the tree first (`side`): a seek sees every
         // write that completed before it.
@@ -574,17 +593,29 @@ impl<'t> Cursor<'t> {
                 let kit = &mut **self.kit;
                 (&kit.seek, &mut kit.leaf)
             };
-            let guard = tree.retry(|| {
-                let (node, guard) = match how {
-                    Seek::Last => {
-                        let (leaf, _) = tree.optimistic_descend(Target::Rightmost(0))?;
-                        (leaf.node, leaf.guard)
-                    }
-                    _ => tree.point_leaf(seek)?,
-                };
-                copy.load(&node)?;
-                guard.validate()?;
-                Ok(guard)
+            let forward = how == Seek::AtOrAfter;
+            // The sibling step; on any failure (the parent changed, no sibling under it, a
+            // copy that does not validate), the descent.
+            let stepped = near.take().and_then(|parent| {
+                let (leaf, guard, pos) = tree.sibling_leaf(&parent, forward).ok()??;
+                copy.load(&leaf).ok()?;
+                guard.validate().ok()?;
+                Some((guard, Some(LeafParent { pos, ..parent })))
+            });
+            let (guard, parent) = stepped.unwrap_or_else(|| {
+                tree.retry(|| {
+                    let mut parent = None;
+                    let (node, guard) = match how {
+                        Seek::Last => {
+                            let (leaf, _) = tree.optimistic_descend(Target::Rightmost(0))?;
+                            (leaf.node, leaf.guard)
+                        }
+                        _ => tree.point_leaf_to(seek, &mut parent)?,
+                    };
+                    copy.load(&node)?;
+                    guard.validate()?;
+                    Ok((guard, parent))
+                })
             });
             // The copy is validated: its search and reads see one consistent leaf.
             let node = copy.node();
@@ -631,6 +662,7 @@ impl<'t> Cursor<'t> {
                         index,
                         count,
                     });
+                    self.parent = parent;
                     self.positioned = true;
                     return true;
                 }
@@ -654,6 +686,9 @@ impl<'t> Cursor<'t> {
                     continue;
                 }
             }
+            // The leaf's fence was read from its validated copy: its sibling under an
+            // unchanged parent holds the keys next to it.
+            near = parent;
             if how == Seek::AtOrAfter {
                 // The keys above the upper fence are at or after `fence ++ [0]`.
                 self.kit.seek.push(0);
