@@ -602,6 +602,7 @@ impl<'t> Cursor<'t> {
                 guard.validate().ok()?;
                 Some((guard, Some(LeafParent { pos, ..parent })))
             });
+            let sibling = stepped.is_some();
             let (guard, parent) = stepped.unwrap_or_else(|| {
                 tree.retry(|| {
                     let mut parent = None;
@@ -623,6 +624,10 @@ impl<'t> Cursor<'t> {
             let dir = tree.directory();
             let searched = match how {
                 Seek::Last => Ok(count.checked_sub(1)),
+                // A sibling holds only keys after the seek key (the key right after the
+                // fence it starts above), or (going backward) at or below it (the fence it
+                // ends at): no search.
+                _ if sibling => Ok(if forward { Some(0) } else { count.checked_sub(1) }),
                 _ => node.lower_bound(seek, dir).map(|(pos, found)| match how {
                     Seek::AtOrAfter => Some(pos),
                     Seek::AtOrBefore => (pos + found as usize).checked_sub(1),
