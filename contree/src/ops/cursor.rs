@@ -627,7 +627,11 @@ impl<'t> Cursor<'t> {
                 // A sibling holds only keys after the seek key (the key right after the
                 // fence it starts above), or (going backward) at or below it (the fence it
                 // ends at): no search.
-                _ if sibling => Ok(if forward { Some(0) } else { count.checked_sub(1) }),
+                _ if sibling => Ok(if forward {
+                    Some(0)
+                } else {
+                    count.checked_sub(1)
+                }),
                 _ => node.lower_bound(seek, dir).map(|(pos, found)| match how {
                     Seek::AtOrAfter => Some(pos),
                     Seek::AtOrBefore => (pos + found as usize).checked_sub(1),
