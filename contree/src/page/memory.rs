@@ -1,6 +1,7 @@
-//! Segment memory that can be bound to a NUMA node: what the pool's segments come from under
-//! placement on a machine with several nodes (`Numa::placement`), and what an upper-level
-//! replica's copies always come from (`crate::numa`).
+//! Segment memory that can be bound to a NUMA node: what the pool's segments come from on
+//! Linux (bound to their nodes under placement on a machine with several nodes,
+//! `Numa::placement`), and what an upper-level replica's copies always come from
+//! (`crate::numa`).
 //!
 //! On Linux a segment is an anonymous private mapping (`mmap`: zeroed, with no backing until
 //! a page is written), bound to its node with `mbind` before any page is touched, so that

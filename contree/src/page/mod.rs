@@ -441,17 +441,26 @@ impl PagePool {
         !chunk.is_null() && !unsafe { (*chunk.add(o)).load(Ordering::Acquire) }.is_null()
     }
 
-    /// Whether segments are bound to their nodes (placement on a real topology), and so
-    /// come from [`memory::map`] rather than the allocator.
+    /// Whether segments are bound to their nodes (placement on a real topology).
     fn binds(&self) -> bool {
         self.placement.as_ref().is_some_and(|p| p.bind)
+    }
+
+    /// Whether segments come from [`memory::map`] rather than the allocator: always on
+    /// Linux (outside Miri), where an anonymous mapping is zero without a write. The
+    /// allocator's `alloc_zeroed` of a page-aligned segment is `posix_memalign` and a
+    /// `memset` of the whole segment: 27 instructions per random insert and 15 per append
+    /// at 4 KiB pages (callgrind), and every page written twice (the kernel's zeroing at
+    /// the fault, then the `memset`).
+    fn maps(&self) -> bool {
+        cfg!(all(target_os = "linux", not(miri))) || self.binds()
     }
 
     /// Zeroed memory for segment `seg` of node `node` (no lock needed), or `None` if the
     /// system refuses.
     fn segment_memory(&self, seg: usize, node: usize) -> Option<*mut u8> {
-        if self.binds() {
-            return memory::map(self.page_size, seg, Some(node));
+        if self.maps() {
+            return memory::map(self.page_size, seg, self.binds().then_some(node));
         }
         // SAFETY: the layout has a non-zero size (page_size >= 4096).
         let mem = unsafe { alloc_zeroed(segment_layout(self.page_size, seg)) };
@@ -460,7 +469,7 @@ impl PagePool {
 
     /// Frees memory that [`segment_memory`](Self::segment_memory) gave for segment `seg`.
     fn free_segment(&self, mem: *mut u8, seg: usize) {
-        if self.binds() {
+        if self.maps() {
             memory::unmap(mem, self.page_size, seg);
         } else {
             // SAFETY: `mem` was allocated with this segment's layout (`segment_memory`),
