@@ -2,7 +2,9 @@
 //! YCSB-A (50% reads, 50% updates of loaded keys), with client threads that generate their
 //! own operations and submit them in batches (64 by default), one batch at a time or
 //! pipelined (several batches in flight per client), or one request at a time (the cost of
-//! the queue per request). Rows are interleaved over repetitions; with the bench built with
+//! the queue per request); and with no client threads, each worker running a resident task
+//! (`Executor::on_workers`) that makes its own batches, carries out its own keys and sends
+//! the others to their owners. Rows are interleaved over repetitions; with the bench built with
 //! `--features latch-stats` it also counts latch acquisitions per operation (atomic ones,
 //! and owner-mode ones, which are plain stores).
 
@@ -104,6 +106,10 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
             mix.unbatched_row().to_string(),
             Box::new(|| tpc_row(&exec, &mix, args, 1, 1)),
         ),
+        (
+            format!("tpc resident {}", args.batch),
+            Box::new(|| resident_row(&exec, &mix, args, args.batch)),
+        ),
     ];
     let mut samples: Vec<Vec<Sample>> = rows.iter().map(|_| Vec::new()).collect();
     for _ in 0..args.reps {
@@ -121,6 +127,8 @@ pub fn run(args: &TpcArgs) -> Result<(), String> {
         let ops: u64 = s.iter().map(|x| x.ops).sum();
         let threads = if name.starts_with("tree") {
             args.threads
+        } else if name.starts_with("tpc resident") {
+            args.workers
         } else {
             args.clients
         };
@@ -176,6 +184,44 @@ fn tpc_row(exec: &Executor, mix: &Mix, args: &TpcArgs, batch: usize, depth: usiz
         }
         done.fetch_add(n, Ordering::Relaxed);
     })
+}
+
+/// Resident tasks (`Executor::on_workers`): each worker makes its own batches of `batch`
+/// operations, carries out those on its own partitions itself and sends the others to
+/// their owners (no client threads). Operations count when answered.
+fn resident_row(exec: &Executor, mix: &Mix, args: &TpcArgs, batch: usize) -> Sample {
+    let stop = AtomicBool::new(false);
+    let before = contree::latch_acquisitions();
+    let start = Instant::now();
+    let done: u64 = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_secs_f64(args.seconds));
+            stop.store(true, Ordering::Relaxed);
+        });
+        exec.on_workers(|resident| {
+            let w = resident.worker();
+            let mut next = mix.batches(w, args.workers, args.seed + 200 + w as u64);
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                for r in resident.execute(next(batch)) {
+                    r.expect("an executor request");
+                    n += 1;
+                }
+            }
+            n
+        })
+        .expect("a running executor")
+        .into_iter()
+        .sum()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let after = contree::latch_acquisitions();
+    Sample {
+        ops: done,
+        seconds,
+        atomic: after.atomic - before.atomic,
+        owner: after.owner - before.owner,
+    }
 }
 
 /// Sends `ops`; an error answer is a bug of the executor.

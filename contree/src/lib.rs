@@ -75,7 +75,7 @@ pub use numa::{NodeFn, Numa, ThreadMap, Topology, MAX_NUMA_NODES};
 pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
 pub use partition::executor::{
     Client, Executor, ExecutorConfig, ExecutorStats, KeyValue, Local, Op, OpResult, Pipeline,
-    RebalanceConfig, Rebalanced,
+    RebalanceConfig, Rebalanced, Resident,
 };
 pub use partition::PartitionedTree;
 pub use stats::Stats;

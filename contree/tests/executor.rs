@@ -687,3 +687,135 @@ fn clients_match_their_oracles_while_the_rebalancer_repartitions() {
     let tree = exec.shutdown();
     same_as_oracles(&tree, oracles, "after the run");
 }
+
+/// Resident tasks (`Executor::on_workers`), one per worker, and a client thread, each
+/// against its own oracle while partitions move (there and back), slice and meld: every
+/// answer is the oracle's (per-key order kept through refusals), and the tree ends as the
+/// union of the oracles.
+#[test]
+fn residents_and_a_client_match_their_oracles_while_partitions_change() {
+    const WORKERS: u64 = 3;
+    const SOURCES: u64 = WORKERS + 1;
+    const KEYS: u64 = 2000;
+    let exec = executor(WORKERS as usize, &[2000, 5000], 512);
+    let stop = AtomicBool::new(false);
+    /// Stops the partition changes however the scope ends (a failed check must not leave
+    /// the scope waiting for them).
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let (oracles, client_oracle, changes) = std::thread::scope(|s| {
+        let control = s.spawn(|| change_partitions(&exec, &stop, KEYS * SOURCES));
+        let stopper = StopOnDrop(&stop);
+        let mut client = exec.client();
+        let client_thread = s.spawn(move || {
+            let mut rng = StdRng::seed_from_u64(500);
+            let mut oracle = Oracle::new();
+            for round in 0..400 {
+                let ops = batch(&mut rng, WORKERS, SOURCES, KEYS, 64, round);
+                let want: Vec<OpResult> = ops.iter().map(|op| expect(&mut oracle, op)).collect();
+                assert_eq!(client.execute(ops), want, "client, round {round}");
+            }
+            oracle
+        });
+        let oracles = exec
+            .on_workers(|resident| {
+                let me = resident.worker() as u64;
+                let mut rng = StdRng::seed_from_u64(700 + me);
+                let mut oracle = Oracle::new();
+                for round in 0..600 {
+                    let len = if round % 5 == 0 { 1 } else { 64 };
+                    let ops = batch(&mut rng, me, SOURCES, KEYS, len, round);
+                    let want: Vec<OpResult> =
+                        ops.iter().map(|op| expect(&mut oracle, op)).collect();
+                    assert_eq!(resident.execute(ops), want, "worker {me}, round {round}");
+                    if round % 100 == 0 {
+                        // A single operation of each kind, through the conveniences.
+                        let k = key(me + SOURCES * rng.gen_range(0..KEYS));
+                        let v = format!("one/{round}").into_bytes();
+                        let old = oracle.insert(k.clone(), v.clone());
+                        assert_eq!(resident.insert(&k, &v).unwrap(), old);
+                        assert_eq!(resident.get(&k).unwrap(), Some(v.clone()));
+                        assert_eq!(resident.remove(&k).unwrap(), Some(v));
+                        oracle.remove(&k);
+                    }
+                }
+                oracle
+            })
+            .unwrap();
+        let client_oracle = client_thread.join().unwrap();
+        drop(stopper);
+        (oracles, client_oracle, control.join().unwrap())
+    });
+    assert!(changes > 10, "the partitions changed {changes} times only");
+    let refused: u64 = exec.stats().moved.iter().sum();
+    assert!(
+        refused > 0,
+        "no operation was refused: the moves were not exercised"
+    );
+    assert_eq!(oracles.len(), WORKERS as usize);
+    exec.check_invariants().unwrap();
+    let mut all = oracles;
+    all.push(client_oracle);
+    let tree = exec.shutdown();
+    same_as_oracles(&tree, all, "after the residents");
+}
+
+/// Operations on a worker's own keys are carried out without a message: with one
+/// partition per worker and each task touching its own partition only, no batch message
+/// reaches any worker.
+#[test]
+fn a_resident_carries_out_its_own_keys_without_messages() {
+    let exec = executor(2, &[1000], 4096);
+    let before = exec.stats().messages;
+    let counts = exec
+        .on_workers(|resident| {
+            let base = 1000 * resident.worker() as u64;
+            let ops: Vec<Op> = (base + 1..base + 1000)
+                .map(|i| Op::Insert(key(i).into(), b"v".into()))
+                .collect();
+            resident.execute(ops).len()
+        })
+        .unwrap();
+    assert_eq!(counts, vec![999, 999]);
+    let after = exec.stats().messages;
+    // One task message per worker, and the pauses of `stats` itself.
+    let sent: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    let stats_pause = exec.stats().messages[0] - after[0];
+    assert!(
+        sent.iter().all(|&m| m == 1 + stats_pause),
+        "messages per worker {sent:?} (stats pauses {stats_pause})"
+    );
+    assert_eq!(exec.len(), 1998);
+}
+
+#[test]
+fn a_panicking_task_is_resumed_after_every_worker_finished() {
+    let exec = executor(2, &[1000], 4096);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        exec.on_workers(|resident| {
+            if resident.worker() == 1 {
+                panic!("inside the task");
+            }
+            // The other worker's batch to worker 1 is answered all the same.
+            resident.insert(&key(1500), b"v").unwrap()
+        })
+    }));
+    assert!(caught.is_err());
+    let mut client = exec.client();
+    assert_eq!(client.get(&key(1500)).unwrap(), Some(b"v".to_vec()));
+    exec.check_invariants().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "called from an executor worker")]
+fn a_client_inside_a_task_panics_clearly() {
+    let exec = executor(1, &[], 4096);
+    let _ = exec.on_workers(|_| {
+        let mut inner = exec.client();
+        let _ = inner.get(b"k");
+    });
+}

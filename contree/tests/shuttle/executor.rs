@@ -110,3 +110,70 @@ fn executor_pipelines_keep_each_clients_order_through_moves() {
         RUNS.load(std::sync::atomic::Ordering::Relaxed)
     );
 }
+
+/// Resident tasks (`Executor::on_workers`) under Shuttle: each of the two workers runs
+/// three batches of three operations on its keys `a{w}` (left of the boundary `m`) and
+/// `z{w}` (right of it), carrying out those of its own partition itself and sending the
+/// others, and serving its queue while it waits; meanwhile a control thread moves a
+/// partition to the other worker and back, slices it and melds it again. Every answer must
+/// be what the worker's own operations, in batch order, make it: a refused operation
+/// carried out after a later one on the same key, or a worker that stops serving its queue
+/// while it waits (a deadlock, which Shuttle reports), fails this model.
+#[test]
+fn resident_tasks_keep_each_workers_order_through_moves() {
+    super::run_schedules_n(5 * super::iterations(), || {
+        let exec = Arc::new(
+            Executor::with_config(ExecutorConfig {
+                workers: 2,
+                boundaries: vec![b"m".to_vec()],
+                tree: super::small_config(),
+                rebalance: None,
+                poll: std::time::Duration::ZERO,
+            })
+            .unwrap(),
+        );
+        let control = Arc::clone(&exec);
+        let changes = shuttle::thread::spawn(move || {
+            control.move_partition(0, 1).unwrap();
+            control.move_partition(0, 0).unwrap();
+            control.slice(b"f").unwrap();
+            control.meld(b"f").unwrap();
+        });
+        exec.on_workers(|resident| {
+            let w = resident.worker();
+            let keys = [format!("a{w}").into_bytes(), format!("z{w}").into_bytes()];
+            let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            let mut rng = thread_rng();
+            for round in 0..3u8 {
+                let ops: Vec<Op> = (0..3u8)
+                    .map(|j| {
+                        let k = keys[rng.gen_range(0..2)].clone();
+                        match rng.gen_range(0..3) {
+                            0 => Op::Get(k.into()),
+                            1 => Op::Remove(k.into()),
+                            _ => Op::Insert(k.into(), [w as u8, round, j].into()),
+                        }
+                    })
+                    .collect();
+                let want: Vec<OpResult> = ops
+                    .iter()
+                    .map(|op| {
+                        Ok(match op {
+                            Op::Get(k) => oracle.get(k.as_slice()).cloned(),
+                            Op::Insert(k, v) => oracle.insert(k.to_vec(), v.to_vec()),
+                            Op::Remove(k) => oracle.remove(k.as_slice()),
+                            _ => unreachable!(),
+                        }
+                        .map(Bytes::from))
+                    })
+                    .collect();
+                assert_eq!(resident.execute(ops), want, "worker {w}, round {round}");
+            }
+        })
+        .unwrap();
+        changes.join().unwrap();
+        let exec = Arc::try_unwrap(exec).expect("every thread is done");
+        assert_eq!(exec.boundaries(), vec![b"m".to_vec()]);
+        exec.shutdown().check_invariants().unwrap();
+    });
+}

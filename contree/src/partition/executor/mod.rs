@@ -38,12 +38,14 @@ mod client;
 mod load;
 mod pipeline;
 mod rebalance;
+mod resident;
 mod routes;
 mod worker;
 
 pub use client::Client;
 pub use pipeline::Pipeline;
 pub use rebalance::{RebalanceConfig, Rebalanced};
+pub use resident::Resident;
 pub use worker::{KeyValue, Local, Op, OpResult};
 
 use crate::config::Config;

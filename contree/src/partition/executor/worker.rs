@@ -8,6 +8,7 @@
 //! message's own `Drop` ([`Error::ExecutorStopped`]).
 
 use super::load::LoadReport;
+use super::resident::Task;
 use super::routes::{Owned, Span};
 use crate::error::Error;
 use crate::sync::owner::OwnerMode;
@@ -165,6 +166,8 @@ pub(super) enum Msg {
     },
     /// Answer the load of each owned partition since the last report.
     Report(Sender<Vec<LoadReport>>),
+    /// Run a resident task on this worker (`resident`).
+    Task(Task),
     Stop,
 }
 
@@ -300,6 +303,24 @@ fn apply(tree: &Tree, op: Op) -> OpResult {
     }
 }
 
+/// A worker's state: its tree, queue, partitions and counters. [`run`] carries out its
+/// queue; a resident task (`resident`) serves the queue through it while it waits for
+/// other workers.
+pub(super) struct Worker {
+    pub(super) tree: Arc<PartitionedTree>,
+    pub(super) id: usize,
+    rx: Receiver<Msg>,
+    poll: std::time::Duration,
+    pub(super) owned: Owned,
+    counters: Arc<[WorkerCounters]>,
+    /// `Stop` was received (inside a resident task): the loop ends after the task.
+    stop: bool,
+    /// Whether a resident task runs on this worker now.
+    in_task: bool,
+    /// Tasks that arrived while another ran, in arrival order.
+    deferred: std::collections::VecDeque<Task>,
+}
+
 /// The worker's loop: carries out its queue until `Stop` or until every sender is gone.
 pub(super) fn run(
     tree: Arc<PartitionedTree>,
@@ -308,22 +329,61 @@ pub(super) fn run(
     (spans, epoch): (Vec<Span>, u64),
     counters: Arc<[WorkerCounters]>,
 ) {
-    let counters = &counters[id];
     // SAFETY: the executor gives every partition to one worker at a time, and only clients'
-    // messages reach the tree otherwise: no other thread latches a page of this worker's
-    // partitions or waits on one. The partition table, which every worker latches, is the
-    // shared word; the blob heap latches atomically itself. A partition changes hands only
-    // after its old owner answered an `Own` or `Pause` message (the channel orders its
-    // writes before the new owner's).
+    // messages (and the worker's own resident tasks, which run on this thread) reach the
+    // tree otherwise: no other thread latches a page of this worker's partitions or waits
+    // on one. The partition table, which every worker latches, is the shared word; the
+    // blob heap latches atomically itself. A partition changes hands only after its old
+    // owner answered an `Own` or `Pause` message (the channel orders its writes before the
+    // new owner's).
     let _mode = unsafe { OwnerMode::enter(tree.table_latch_addr()) };
-    let tree_ref = tree.as_tree();
-    let mut owned = Owned::new(spans, epoch);
-    loop {
-        let (msg, parked) = recv_polling(&rx, poll);
+    let mut worker = Worker {
+        tree,
+        id,
+        rx,
+        poll,
+        owned: Owned::new(spans, epoch),
+        counters,
+        stop: false,
+        in_task: false,
+        deferred: Default::default(),
+    };
+    while !worker.stop {
+        if let Some(task) = worker.deferred.pop_front() {
+            worker.run_task(task);
+            continue;
+        }
+        let (msg, parked) = recv_polling(&worker.rx, worker.poll);
         if parked {
-            counters.parks.fetch_add(1, Ordering::Relaxed);
+            worker.counters().parks.fetch_add(1, Ordering::Relaxed);
         }
         let Some(msg) = msg else { break };
+        worker.handle(msg);
+    }
+}
+
+impl Worker {
+    pub(super) fn counters(&self) -> &WorkerCounters {
+        &self.counters[self.id]
+    }
+
+    /// Carries out one message of the queue if one is waiting; whether one was.
+    pub(super) fn serve_one(&mut self) -> bool {
+        match self.rx.try_recv() {
+            Ok(msg) => {
+                self.handle(msg);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Carries out `msg`.
+    fn handle(&mut self, msg: Msg) {
+        let tree_ref = self.tree.as_tree();
+        let id = self.id;
+        let counters = &self.counters[id];
+        let owned = &mut self.owned;
         counters.messages.fetch_add(1, Ordering::Relaxed);
         match msg {
             Msg::Batch(mut batch) => {
@@ -386,7 +446,7 @@ pub(super) fn run(
                 let _ = reply.send(answer);
             }
             Msg::Own { spans, epoch, ack } => {
-                owned = owned.rebind(spans, epoch);
+                *owned = std::mem::replace(owned, Owned::new(Vec::new(), 0)).rebind(spans, epoch);
                 if let Some(ack) = ack {
                     let _ = ack.send(());
                 }
@@ -394,13 +454,34 @@ pub(super) fn run(
             Msg::Pause { ack, resume } => {
                 let _ = ack.send(());
                 if let Ok((spans, epoch)) = resume.recv() {
-                    owned = owned.rebind(spans, epoch);
+                    *owned =
+                        std::mem::replace(owned, Owned::new(Vec::new(), 0)).rebind(spans, epoch);
                 }
             }
             Msg::Report(reply) => {
                 let _ = reply.send(owned.report());
             }
-            Msg::Stop => break,
+            Msg::Task(task) => {
+                if self.in_task {
+                    self.deferred.push_back(task);
+                } else {
+                    self.run_task(task);
+                }
+            }
+            Msg::Stop => self.stop = true,
         }
+    }
+
+    /// Runs a resident task (`resident`) on this worker, answering its caller.
+    fn run_task(&mut self, task: Task) {
+        self.in_task = true;
+        task.run(self);
+        self.in_task = false;
+    }
+
+    /// Carries out `op` on this worker's tree (the caller checked that it owns the key).
+    pub(super) fn apply(&self, op: Op) -> OpResult {
+        self.counters().requests.fetch_add(1, Ordering::Relaxed);
+        apply(self.tree.as_tree(), op)
     }
 }
