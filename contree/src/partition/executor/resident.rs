@@ -237,18 +237,16 @@ impl<'w> Resident<'w> {
     /// Operations on one key take effect in batch order.
     pub fn execute(&mut self, ops: Vec<Op>) -> Vec<OpResult> {
         self.serve();
-        let mut answers: Vec<Option<OpResult>> = (0..ops.len()).map(|_| None).collect();
-        let mut todo: Vec<(usize, Op)> = ops.into_iter().enumerate().collect();
-        loop {
-            let refused = self.round(todo, &mut answers);
-            if refused.is_empty() {
-                break;
-            }
+        let n = ops.len();
+        let mut answers: Vec<Option<OpResult>> = (0..n).map(|_| None).collect();
+        let mut refused = self.round(ops.into_iter().enumerate(), n, &mut answers);
+        while !refused.is_empty() {
             // Refused: the routes changed (or are about to be published); route again
             // once they show the new owners.
             crate::sync::seam::yield_now();
             self.serve();
-            todo = refused;
+            let n = refused.len();
+            refused = self.round(refused.into_iter(), n, &mut answers);
         }
         answers
             .into_iter()
@@ -256,11 +254,13 @@ impl<'w> Resident<'w> {
             .collect()
     }
 
-    /// One routing of `ops` (with their positions): the own ones carried out, the others
-    /// sent and waited for. Returns the refused ones, in batch order.
+    /// One routing of the `n` operations `ops` (with their positions): the own ones
+    /// carried out, the others sent and waited for. Returns the refused ones, in batch
+    /// order.
     fn round(
         &mut self,
-        ops: Vec<(usize, Op)>,
+        ops: impl Iterator<Item = (usize, Op)>,
+        n: usize,
         answers: &mut [Option<OpResult>],
     ) -> Vec<(usize, Op)> {
         if !self.hub.routes.is_current(&self.routes) {
@@ -269,8 +269,13 @@ impl<'w> Resident<'w> {
         let routes = Arc::clone(&self.routes);
         let me = self.worker.id;
         let mut groups: Vec<Vec<(usize, Op)>> = (0..self.workers()).map(|_| Vec::new()).collect();
-        for (i, op) in ops {
-            groups[routes.worker_of(op.key())].push((i, op));
+        for (j, (i, op)) in ops.enumerate() {
+            let group = &mut groups[routes.worker_of(op.key())];
+            if group.capacity() == 0 {
+                // At most the rest of the batch: no regrowth.
+                group.reserve_exact(n - j);
+            }
+            group.push((i, op));
         }
         let mine = std::mem::take(&mut groups[me]);
         // The others' parts first, so that their owners work on them while this worker
@@ -293,14 +298,19 @@ impl<'w> Resident<'w> {
             let _ = self.hub.queues[w].send(Msg::Batch(batch));
         }
         let mut refused = Vec::new();
+        let own = mine.len() as u64;
         for (i, op) in mine {
             if self.worker.owned.enter_at(op.key(), routes.epoch) {
                 answers[i] = Some(self.worker.apply(op));
             } else {
-                self.worker.counters().moved.fetch_add(1, Ordering::Relaxed);
                 refused.push((i, op));
             }
         }
+        let counters = self.worker.counters();
+        counters.requests.fetch_add(own, Ordering::Relaxed);
+        counters
+            .moved
+            .fetch_add(refused.len() as u64, Ordering::Relaxed);
         let mut idle = 0u32;
         while parts > 0 {
             if let Ok(part) = self.rx.try_recv() {

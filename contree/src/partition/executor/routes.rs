@@ -13,6 +13,21 @@ use std::sync::Arc;
 
 /// The keys of one partition: above `lower` (exclusive) up to `upper` (inclusive); `None`
 /// is unbounded.
+/// `a.cmp(b)`, with the first eight bytes compared as one word when both have them: every
+/// request's key is compared with partition boundaries (routing, then ownership), and a
+/// `memcmp` call per comparison cost about 190 instructions per operation of a resident
+/// task (callgrind, 8 partitions).
+#[inline]
+pub(crate) fn cmp_keys(a: &[u8], b: &[u8]) -> CmpOrdering {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.cmp(b)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Span {
     pub lower: Option<Vec<u8>>,
@@ -32,8 +47,13 @@ impl Span {
     /// Whether `key` lies in the span.
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
-        self.lower.as_deref().is_none_or(|l| l < key)
-            && self.upper.as_deref().is_none_or(|u| key <= u)
+        self.lower
+            .as_deref()
+            .is_none_or(|l| cmp_keys(l, key).is_lt())
+            && self
+                .upper
+                .as_deref()
+                .is_none_or(|u| cmp_keys(key, u).is_le())
     }
 
     /// A key of the span, to find it by (among owned spans, or in routes).
@@ -52,9 +72,17 @@ impl Span {
     /// How the span lies against `key`: `Less` if it ends before it, `Greater` if it starts
     /// after it.
     pub fn cmp_key(&self, key: &[u8]) -> CmpOrdering {
-        if self.upper.as_deref().is_some_and(|u| u < key) {
+        if self
+            .upper
+            .as_deref()
+            .is_some_and(|u| cmp_keys(u, key).is_lt())
+        {
             CmpOrdering::Less
-        } else if self.lower.as_deref().is_some_and(|l| key <= l) {
+        } else if self
+            .lower
+            .as_deref()
+            .is_some_and(|l| cmp_keys(key, l).is_le())
+        {
             CmpOrdering::Greater
         } else {
             CmpOrdering::Equal
@@ -74,7 +102,8 @@ impl Routes {
     /// The partition holding `key`: a boundary belongs to the partition on its left.
     #[inline]
     pub fn partition_of(&self, key: &[u8]) -> usize {
-        self.boundaries.partition_point(|b| b.as_slice() < key)
+        self.boundaries
+            .partition_point(|b| cmp_keys(b, key).is_lt())
     }
 
     /// The worker that owns the partition holding `key`.

@@ -479,9 +479,9 @@ impl Worker {
         self.in_task = false;
     }
 
-    /// Carries out `op` on this worker's tree (the caller checked that it owns the key).
+    /// Carries out `op` on this worker's tree (the caller checked that it owns the key and
+    /// counts the request).
     pub(super) fn apply(&self, op: Op) -> OpResult {
-        self.counters().requests.fetch_add(1, Ordering::Relaxed);
         apply(self.tree.as_tree(), op)
     }
 }
