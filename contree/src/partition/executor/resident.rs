@@ -186,6 +186,11 @@ pub struct Resident<'w> {
     tx: Sender<Part>,
     rx: Receiver<Part>,
     ticket: u64,
+    /// For each partition of `routes`, the index of the owned span that is exactly it, if
+    /// any: own operations then skip the search of the owned spans. Valid for the routes
+    /// epoch and the worker's `rebinds` it was built for.
+    spans_of: Vec<Option<usize>>,
+    spans_for: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Resident<'_> {
@@ -208,6 +213,8 @@ impl<'w> Resident<'w> {
             tx,
             rx,
             ticket: 0,
+            spans_of: Vec::new(),
+            spans_for: None,
         }
     }
 
@@ -268,16 +275,33 @@ impl<'w> Resident<'w> {
         }
         let routes = Arc::clone(&self.routes);
         let me = self.worker.id;
+        if self.spans_for != Some((routes.epoch, self.worker.rebinds)) {
+            let owned = &self.worker.owned;
+            self.spans_of = (0..routes.owners.len())
+                .map(|p| (routes.owners[p] == me).then(|| owned.index_of(&routes.span(p)))?)
+                .collect();
+            self.spans_for = Some((routes.epoch, self.worker.rebinds));
+        }
+        // Own operations keep their partition, for `spans_of`.
         let mut groups: Vec<Vec<(usize, Op)>> = (0..self.workers()).map(|_| Vec::new()).collect();
+        let mut mine: Vec<(usize, usize, Op)> = Vec::new();
         for (j, (i, op)) in ops.enumerate() {
-            let group = &mut groups[routes.worker_of(op.key())];
+            let p = routes.partition_of(op.key());
+            let w = routes.owners[p];
+            if w == me {
+                if mine.capacity() == 0 {
+                    mine.reserve_exact(n - j);
+                }
+                mine.push((p, i, op));
+                continue;
+            }
+            let group = &mut groups[w];
             if group.capacity() == 0 {
                 // At most the rest of the batch: no regrowth.
                 group.reserve_exact(n - j);
             }
             group.push((i, op));
         }
-        let mine = std::mem::take(&mut groups[me]);
         // The others' parts first, so that their owners work on them while this worker
         // carries out its own (a worker's part and another's hold different keys: the
         // order on each key stays the batch order).
@@ -299,8 +323,13 @@ impl<'w> Resident<'w> {
         }
         let mut refused = Vec::new();
         let own = mine.len() as u64;
-        for (i, op) in mine {
-            if self.worker.owned.enter_at(op.key(), routes.epoch) {
+        for (p, i, op) in mine {
+            let owned = &mut self.worker.owned;
+            let entered = match self.spans_of[p] {
+                Some(s) => owned.enter_index_at(s, op.key(), routes.epoch),
+                None => owned.enter_at(op.key(), routes.epoch),
+            };
+            if entered {
                 answers[i] = Some(self.worker.apply(op));
             } else {
                 refused.push((i, op));

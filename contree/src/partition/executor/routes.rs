@@ -184,6 +184,24 @@ impl Owned {
         Some(&self.spans[i])
     }
 
+    /// The index of the owned span that is exactly `span`, if one is.
+    pub fn index_of(&self, span: &Span) -> Option<usize> {
+        self.spans.iter().position(|s| s == span)
+    }
+
+    /// [`enter_at`](Self::enter_at) of a `key` that the caller knows lies in owned span `i`
+    /// (found by [`index_of`](Self::index_of) since the last rebind).
+    #[inline]
+    pub fn enter_index_at(&mut self, i: usize, key: &[u8], epoch: u64) -> bool {
+        debug_assert!(self.spans[i].contains(key), "the key lies in span {i}");
+        if self.since[i] <= epoch {
+            self.loads.get_mut(i).count(key);
+            true
+        } else {
+            false
+        }
+    }
+
     /// Whether a request for `key` routed by epoch `epoch` is this worker's to carry out:
     /// the worker owns `key` and has owned it since `epoch` or before (see the type's doc).
     /// Counts the request in the span's load if so.

@@ -312,6 +312,9 @@ pub(super) struct Worker {
     rx: Receiver<Msg>,
     poll: std::time::Duration,
     pub(super) owned: Owned,
+    /// Bumped whenever `owned` changes (a resident task's map from partitions to owned
+    /// spans is valid for one value).
+    pub(super) rebinds: u64,
     counters: Arc<[WorkerCounters]>,
     /// `Stop` was received (inside a resident task): the loop ends after the task.
     stop: bool,
@@ -343,6 +346,7 @@ pub(super) fn run(
         rx,
         poll,
         owned: Owned::new(spans, epoch),
+        rebinds: 0,
         counters,
         stop: false,
         in_task: false,
@@ -447,6 +451,7 @@ impl Worker {
             }
             Msg::Own { spans, epoch, ack } => {
                 *owned = std::mem::replace(owned, Owned::new(Vec::new(), 0)).rebind(spans, epoch);
+                self.rebinds += 1;
                 if let Some(ack) = ack {
                     let _ = ack.send(());
                 }
@@ -456,6 +461,7 @@ impl Worker {
                 if let Ok((spans, epoch)) = resume.recv() {
                     *owned =
                         std::mem::replace(owned, Owned::new(Vec::new(), 0)).rebind(spans, epoch);
+                    self.rebinds += 1;
                 }
             }
             Msg::Report(reply) => {
