@@ -190,38 +190,24 @@ fn tpc_row(exec: &Executor, mix: &Mix, args: &TpcArgs, batch: usize, depth: usiz
 /// operations, carries out those on its own partitions itself and sends the others to
 /// their owners (no client threads). Operations count when answered.
 fn resident_row(exec: &Executor, mix: &Mix, args: &TpcArgs, batch: usize) -> Sample {
-    let stop = AtomicBool::new(false);
-    let before = contree::latch_acquisitions();
-    let start = Instant::now();
-    let done: u64 = std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(Duration::from_secs_f64(args.seconds));
-            stop.store(true, Ordering::Relaxed);
-        });
-        exec.on_workers(|resident| {
-            let w = resident.worker();
-            let mut next = mix.batches(w, args.workers, args.seed + 200 + w as u64);
-            let mut n = 0;
-            while !stop.load(Ordering::Relaxed) {
-                for r in resident.execute(next(batch)) {
-                    r.expect("an executor request");
-                    n += 1;
+    // One thread of `measure`'s: it hands the run to the workers and waits for them.
+    measure(1, args.seconds, |_, stop, done| {
+        let counts = exec
+            .on_workers(|resident| {
+                let w = resident.worker();
+                let mut next = mix.batches(w, args.workers, args.seed + 200 + w as u64);
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    for r in resident.execute(next(batch)) {
+                        r.expect("an executor request");
+                        n += 1;
+                    }
                 }
-            }
-            n
-        })
-        .expect("a running executor")
-        .into_iter()
-        .sum()
-    });
-    let seconds = start.elapsed().as_secs_f64();
-    let after = contree::latch_acquisitions();
-    Sample {
-        ops: done,
-        seconds,
-        atomic: after.atomic - before.atomic,
-        owner: after.owner - before.owner,
-    }
+                n
+            })
+            .expect("a running executor");
+        done.fetch_add(counts.iter().sum(), Ordering::Relaxed);
+    })
 }
 
 /// Sends `ops`; an error answer is a bug of the executor.

@@ -7,8 +7,7 @@
 //! Run: `cargo test -p contree --test executor`.
 
 use contree::{
-    Bytes, Client, Config, Error, Executor, ExecutorConfig, Op, OpResult, RebalanceConfig,
-    Rebalanced,
+    Client, Config, Error, Executor, ExecutorConfig, Op, OpResult, RebalanceConfig, Rebalanced,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -34,16 +33,9 @@ fn executor(workers: usize, boundaries: &[u64], page_size: usize) -> Executor {
     .unwrap()
 }
 
-/// Applies `op`'s effect to `oracle` and returns the answer it must get.
-fn expect(oracle: &mut BTreeMap<Vec<u8>, Vec<u8>>, op: &Op) -> OpResult {
-    Ok(match op {
-        Op::Get(k) => oracle.get(k.as_slice()).cloned(),
-        Op::Insert(k, v) => oracle.insert(k.to_vec(), v.to_vec()),
-        Op::Remove(k) => oracle.remove(k.as_slice()),
-        _ => unreachable!(),
-    }
-    .map(Bytes::from))
-}
+#[path = "support/ops_oracle.rs"]
+mod ops_oracle;
+use ops_oracle::expect;
 
 /// A random batch over the keys `c + n * clients` of client `c`, with repeated keys so that
 /// order within a batch matters.

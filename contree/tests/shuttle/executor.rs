@@ -10,10 +10,52 @@
 //! value. Publishing new routes before the new owner has its partition, or a worker that
 //! carries out a batch routed before it took a key back, fails this model.
 
-use contree::{Bytes, Executor, ExecutorConfig, Op, OpResult};
+use contree::{Executor, ExecutorConfig, Op, OpResult};
 use shuttle::rand::{thread_rng, Rng};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+
+#[path = "../support/ops_oracle.rs"]
+mod ops_oracle;
+use ops_oracle::expect;
+
+/// Two workers, the boundary `m` between their partitions, no rebalancer.
+fn model_executor() -> Arc<Executor> {
+    Arc::new(
+        Executor::with_config(ExecutorConfig {
+            workers: 2,
+            boundaries: vec![b"m".to_vec()],
+            tree: super::small_config(),
+            rebalance: None,
+            // Under Shuttle a wait parks at once whatever this says.
+            poll: std::time::Duration::ZERO,
+        })
+        .unwrap(),
+    )
+}
+
+/// Three random operations on `keys` (a value names `source`, `round` and the position),
+/// and the answers they must get from `oracle`, which they change.
+fn random_batch(
+    keys: &[Vec<u8>; 2],
+    source: u8,
+    round: u8,
+    oracle: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+) -> (Vec<Op>, Vec<OpResult>) {
+    let mut rng = thread_rng();
+    let ops: Vec<Op> = (0..3u8)
+        .map(|j| {
+            let k = keys[rng.gen_range(0..2)].clone();
+            match rng.gen_range(0..3) {
+                0 => Op::Get(k.into()),
+                1 => Op::Remove(k.into()),
+                _ => Op::Insert(k.into(), [source, round, j].into()),
+            }
+        })
+        .collect();
+    let want = ops.iter().map(|op| expect(oracle, op)).collect();
+    (ops, want)
+}
 
 /// One client's run: three batches of three operations on its keys `a{c}` (left of the
 /// boundary `m`) and `z{c}` (right of it), two in flight at once; checks every answer.
@@ -27,30 +69,8 @@ fn client_run(exec: &Executor, c: usize) {
         let want = wants.pop_front().expect("a batch in flight");
         assert_eq!(got, want, "client {c}");
     };
-    let mut rng = thread_rng();
     for round in 0..3u8 {
-        let ops: Vec<Op> = (0..3u8)
-            .map(|j| {
-                let k = keys[rng.gen_range(0..2)].clone();
-                match rng.gen_range(0..3) {
-                    0 => Op::Get(k.into()),
-                    1 => Op::Remove(k.into()),
-                    _ => Op::Insert(k.into(), [c as u8, round, j].into()),
-                }
-            })
-            .collect();
-        let want = ops
-            .iter()
-            .map(|op| {
-                Ok(match op {
-                    Op::Get(k) => oracle.get(k.as_slice()).cloned(),
-                    Op::Insert(k, v) => oracle.insert(k.to_vec(), v.to_vec()),
-                    Op::Remove(k) => oracle.remove(k.as_slice()),
-                    _ => unreachable!(),
-                }
-                .map(Bytes::from))
-            })
-            .collect();
+        let (ops, want) = random_batch(&keys, c as u8, round, &mut oracle);
         wants.push_back(want);
         if let Some(got) = pipeline.submit(ops) {
             check(got, &mut wants);
@@ -70,17 +90,7 @@ static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0)
 #[test]
 fn executor_pipelines_keep_each_clients_order_through_moves() {
     super::run_schedules_n(20 * super::iterations(), || {
-        let exec = Arc::new(
-            Executor::with_config(ExecutorConfig {
-                workers: 2,
-                boundaries: vec![b"m".to_vec()],
-                tree: super::small_config(),
-                rebalance: None,
-                // Under Shuttle a wait parks at once whatever this says.
-                poll: std::time::Duration::ZERO,
-            })
-            .unwrap(),
-        );
+        let exec = model_executor();
         let mut threads: Vec<_> = (0..2)
             .map(|c| {
                 let exec = Arc::clone(&exec);
@@ -122,16 +132,7 @@ fn executor_pipelines_keep_each_clients_order_through_moves() {
 #[test]
 fn resident_tasks_keep_each_workers_order_through_moves() {
     super::run_schedules_n(5 * super::iterations(), || {
-        let exec = Arc::new(
-            Executor::with_config(ExecutorConfig {
-                workers: 2,
-                boundaries: vec![b"m".to_vec()],
-                tree: super::small_config(),
-                rebalance: None,
-                poll: std::time::Duration::ZERO,
-            })
-            .unwrap(),
-        );
+        let exec = model_executor();
         let control = Arc::clone(&exec);
         let changes = shuttle::thread::spawn(move || {
             control.move_partition(0, 1).unwrap();
@@ -143,30 +144,8 @@ fn resident_tasks_keep_each_workers_order_through_moves() {
             let w = resident.worker();
             let keys = [format!("a{w}").into_bytes(), format!("z{w}").into_bytes()];
             let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-            let mut rng = thread_rng();
             for round in 0..3u8 {
-                let ops: Vec<Op> = (0..3u8)
-                    .map(|j| {
-                        let k = keys[rng.gen_range(0..2)].clone();
-                        match rng.gen_range(0..3) {
-                            0 => Op::Get(k.into()),
-                            1 => Op::Remove(k.into()),
-                            _ => Op::Insert(k.into(), [w as u8, round, j].into()),
-                        }
-                    })
-                    .collect();
-                let want: Vec<OpResult> = ops
-                    .iter()
-                    .map(|op| {
-                        Ok(match op {
-                            Op::Get(k) => oracle.get(k.as_slice()).cloned(),
-                            Op::Insert(k, v) => oracle.insert(k.to_vec(), v.to_vec()),
-                            Op::Remove(k) => oracle.remove(k.as_slice()),
-                            _ => unreachable!(),
-                        }
-                        .map(Bytes::from))
-                    })
-                    .collect();
+                let (ops, want) = random_batch(&keys, w as u8, round, &mut oracle);
                 assert_eq!(resident.execute(ops), want, "worker {w}, round {round}");
             }
         })

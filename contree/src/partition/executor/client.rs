@@ -4,7 +4,7 @@
 use super::pipeline::Pipeline;
 use super::routes::{Published, Routes};
 use super::worker::{
-    clip, empty, Action, ActionAnswer, ActionFn, KeyValue, Local, Msg, Op, OpResult, Part,
+    clip, empty, Action, ActionAnswer, ActionFn, Batch, KeyValue, Local, Msg, Op, OpResult, Part,
     RangeAnswer, RangeScan,
 };
 use crate::error::Error;
@@ -21,6 +21,36 @@ pub(super) struct Hub {
     pub routes: Published,
     /// How long a client polls for an answer before it parks (`ExecutorConfig::poll`).
     pub poll: std::time::Duration,
+}
+
+impl Hub {
+    /// Sends each non-empty group of `groups` (operations with their positions in batch
+    /// `ticket`, routed by routes epoch `epoch`) to its worker as one message, answered to
+    /// `reply`; returns the number of messages.
+    pub(super) fn send_parts(
+        &self,
+        groups: Vec<Vec<(usize, Op)>>,
+        ticket: u64,
+        epoch: u64,
+        reply: &Sender<Part>,
+    ) -> usize {
+        let mut parts = 0;
+        for (w, ops) in groups.into_iter().enumerate() {
+            if ops.is_empty() {
+                continue;
+            }
+            parts += 1;
+            let batch = Batch {
+                ticket,
+                epoch,
+                ops,
+                reply: reply.clone(),
+            };
+            // A stopped worker: the message comes back and its `Drop` refuses it.
+            let _ = self.queues[w].send(Msg::Batch(batch));
+        }
+        parts
+    }
 }
 
 /// A handle that sends requests to an [`Executor`](crate::Executor)'s workers and waits

@@ -19,7 +19,7 @@
 
 use super::client::Client;
 use super::routes::Routes;
-use super::worker::{Answer, Batch, Msg, Op, OpResult, Part};
+use super::worker::{Answer, Op, OpResult, Part};
 use crate::sync::seam::recv_polling;
 use std::collections::VecDeque;
 
@@ -163,22 +163,7 @@ impl<'c> Pipeline<'c> {
         for (i, op) in ops {
             groups[routes.worker_of(op.key())].push((i, op));
         }
-        let mut parts = 0;
-        for (w, ops) in groups.into_iter().enumerate() {
-            if ops.is_empty() {
-                continue;
-            }
-            parts += 1;
-            let batch = Batch {
-                ticket,
-                epoch,
-                ops,
-                reply: client.tx.clone(),
-            };
-            // A stopped worker: the message comes back and its `Drop` refuses it.
-            let _ = client.hub.queues[w].send(Msg::Batch(batch));
-        }
-        parts
+        client.hub.send_parts(groups, ticket, epoch, &client.tx)
     }
 
     /// Receives one part and files its answers under its batch.
@@ -238,6 +223,7 @@ impl Drop for Pipeline<'_> {
 
 #[cfg(all(test, not(feature = "shuttle")))]
 mod tests {
+    use super::super::worker::{Batch, Msg};
     use super::*;
     use crate::{Executor, ExecutorConfig};
 

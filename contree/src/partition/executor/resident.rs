@@ -24,7 +24,7 @@
 
 use super::client::Hub;
 use super::routes::Routes;
-use super::worker::{Answer, Batch, Msg, Op, OpResult, Part, Worker};
+use super::worker::{Answer, Msg, Op, OpResult, Part, Worker};
 use super::Executor;
 use crate::error::Error;
 use crate::sync::seam::channel::{self, Receiver, Sender};
@@ -348,21 +348,9 @@ impl<'w> Resident<'w> {
         // carries out its own (a worker's part and another's hold different keys: the
         // order on each key stays the batch order).
         self.ticket += 1;
-        let mut parts = 0;
-        for (w, ops) in groups.into_iter().enumerate() {
-            if ops.is_empty() {
-                continue;
-            }
-            parts += 1;
-            let batch = Batch {
-                ticket: self.ticket,
-                epoch: routes.epoch,
-                ops,
-                reply: self.tx.clone(),
-            };
-            // A stopped worker: the message comes back and its `Drop` refuses it.
-            let _ = self.hub.queues[w].send(Msg::Batch(batch));
-        }
+        let mut parts = self
+            .hub
+            .send_parts(groups, self.ticket, routes.epoch, &self.tx);
         let mut refused = Vec::new();
         let own = mine.len() as u64;
         for (p, i, op) in mine {

@@ -450,7 +450,7 @@ impl Worker {
                 let _ = reply.send(answer);
             }
             Msg::Own { spans, epoch, ack } => {
-                *owned = std::mem::replace(owned, Owned::new(Vec::new(), 0)).rebind(spans, epoch);
+                *owned = std::mem::take(owned).rebind(spans, epoch);
                 self.rebinds += 1;
                 if let Some(ack) = ack {
                     let _ = ack.send(());
@@ -459,8 +459,7 @@ impl Worker {
             Msg::Pause { ack, resume } => {
                 let _ = ack.send(());
                 if let Ok((spans, epoch)) = resume.recv() {
-                    *owned =
-                        std::mem::replace(owned, Owned::new(Vec::new(), 0)).rebind(spans, epoch);
+                    *owned = std::mem::take(owned).rebind(spans, epoch);
                     self.rebinds += 1;
                 }
             }
