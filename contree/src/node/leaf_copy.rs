@@ -541,18 +541,6 @@ impl LeafCopy {
         }
     }
 
-    /// The value of the short entry `e` (which `short_entry` checked to lie inside the
-    /// copy).
-    #[inline(always)]
-    fn short_value(&self, e: &Short) -> &[u8] {
-        debug_assert!(e.place.off + e.place.len <= self.size);
-        // SAFETY: `short_entry` checked `off + len <= size`, and the buffer holds `size`
-        // initialised bytes of this copy, which nothing writes while `&self` is borrowed.
-        unsafe {
-            std::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>().add(e.place.off), e.place.len)
-        }
-    }
-
     /// Calls `f` with the entries `from + 1`, `from + 2`, ... (`FORWARD`) or `from - 1`,
     /// `from - 2`, ... of the copy, below `count`, until `f` breaks; `key` holds key `from`
     /// of this copy and holds the key of the last entry `f` saw when the walk returns, whose
@@ -571,47 +559,61 @@ impl LeafCopy {
         blobs: (&Directory, &dyn Fn() -> Result<(), Restart>, bool),
         f: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
     ) -> (Option<(usize, Place)>, ControlFlow<R>, bool) {
-        let mut last = None;
         if self.size == 0 {
-            return (last, ControlFlow::Continue(()), false);
+            return (None, ControlFlow::Continue(()), false);
         }
         let node = self.node();
         let plen = node.prefix_len();
         if key.len() < plen {
-            return (last, ControlFlow::Continue(()), false);
+            return (None, ControlFlow::Continue(()), false);
         }
         // Room for short entries' keys, made once (a scan's keys rarely grow).
         if key.capacity() < plen + SHORT_KEY_ROOM {
             key.reserve(plen + SHORT_KEY_ROOM - key.len());
         }
-        // Without long keys, short entries take the lean step; the others (and every
-        // entry in a tree that has stored a long key) the general one.
+        // Without long keys, runs of short entries take the lean loop; the others (and every
+        // entry in a tree that has stored a long key) the general step.
         let lean = !blobs.2;
         let mut i = from;
+        // The last entry `f` saw, and its place when the general step read it (a short
+        // entry's place is decoded again once the walk ends).
+        let mut seen: Option<(usize, Option<Place>)> = None;
+        let mut stale = false;
         let flow = loop {
-            i = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
+            if lean {
+                let (stop, short_seen, flow) =
+                    self.walk_short::<FORWARD, R>(i, count, plen, key, f);
+                if short_seen {
+                    seen = Some((
+                        if FORWARD {
+                            stop - 1
+                        } else {
+                            stop.wrapping_add(1)
+                        },
+                        None,
+                    ));
+                }
+                if let ControlFlow::Break(r) = flow {
+                    break ControlFlow::Break(r);
+                }
+                i = stop;
+            } else {
+                i = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
+            }
             if i >= count {
                 break ControlFlow::Continue(());
-            }
-            if lean {
-                if let Some(e) = self.short_entry(i) {
-                    self.put_short(&e, plen, key);
-                    last = Some((i, e.place));
-                    if let ControlFlow::Break(r) = f(key, self.short_value(&e)) {
-                        break ControlFlow::Break(r);
-                    }
-                    continue;
-                }
             }
             let Ok(e) = node.entry(i) else {
                 break ControlFlow::Continue(());
             };
             if e.stub && self.fetch_at(&e, blobs.0).and_then(|_| blobs.1()).is_err() {
-                return (last, ControlFlow::Continue(()), true);
+                stale = true;
+                break ControlFlow::Continue(());
             }
             let long = blobs.2 && plen + e.suffix_len == long_key_len(self.size);
             if long && self.fetch_key(i, blobs.0).and_then(|_| blobs.1()).is_err() {
-                return (last, ControlFlow::Continue(()), true);
+                stale = true;
+                break ControlFlow::Continue(());
             }
             let Some(place) = self.put_suffix(&node, i, &e, plen, key) else {
                 break ControlFlow::Continue(());
@@ -620,12 +622,111 @@ impl LeafCopy {
                 self.whole_key(key);
             }
             let place = self.adopt(place);
-            last = Some((i, place));
+            seen = Some((i, Some(place)));
             if let ControlFlow::Break(r) = f(key, self.value(place)) {
                 break ControlFlow::Break(r);
             }
         };
-        (last, flow, false)
+        let last = seen
+            .and_then(|(i, place)| Some((i, place.or_else(|| Some(self.short_entry(i)?.place))?)));
+        (last, flow, stale)
+    }
+
+    /// The lean loop of [`walk`](Self::walk): hands `f` the entries after (`FORWARD`) or
+    /// before entry `from` while they are short (see `short_entry`, whose checks this makes
+    /// with the copy's base, size and checked slot count held in registers), writing each
+    /// key's suffix after the `plen` prefix bytes `key` holds (`key` must have room for
+    /// [`SHORT_KEY_ROOM`] more). Returns the index it stopped at (the first entry not
+    /// handed out: past the checked count, or not short), whether it handed out any entry
+    /// (then `key` holds the last one's key, which lies next to the stop), and `f`'s flow:
+    /// on a break the stop is the entry after (before) the one `f` broke at.
+    #[inline(always)]
+    fn walk_short<const FORWARD: bool, R>(
+        &self,
+        from: usize,
+        count: usize,
+        plen: usize,
+        key: &mut Vec<u8>,
+        f: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<R>,
+    ) -> (usize, bool, ControlFlow<R>) {
+        debug_assert!(key.len() >= plen && key.capacity() >= plen + SHORT_KEY_ROOM);
+        let base = self.buf.as_ptr() as *const u8;
+        let size = self.size;
+        let end = count.min(self.slots);
+        let k = key.as_mut_ptr();
+        let mut i = from;
+        let mut klen = None;
+        let flow = loop {
+            let n = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
+            if n >= end {
+                break ControlFlow::Continue(());
+            }
+            // SAFETY: `n < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which
+            // the buffer holds (`size + PAD` initialised bytes); the copy is private and
+            // immutable while `&self` is borrowed.
+            let (head, off) = unsafe {
+                let slot = base.add(HEADER + n * SLOT);
+                (
+                    std::ptr::read_unaligned(slot as *const u32),
+                    std::ptr::read_unaligned(slot.add(4) as *const u16) as usize,
+                )
+            };
+            if off >= size {
+                break ControlFlow::Continue(());
+            }
+            // SAFETY: `off < size` and the buffer holds `size + PAD` bytes (`PAD >= 2`).
+            let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
+            let (suffix_len, value_len, rest_off) = if h[0] < 0x80 {
+                ((h[0] >> 4) as usize, (h[0] & 0x0F) as usize, off + 1)
+            } else if h[0] < 0xC0 {
+                ((h[0] & 0x3F) as usize, h[1] as usize, off + 2)
+            } else {
+                break ControlFlow::Continue(());
+            };
+            let rest_len = suffix_len.saturating_sub(4);
+            let value_off = rest_off + rest_len;
+            if value_off + value_len > size {
+                break ControlFlow::Continue(());
+            }
+            // SAFETY: `key` holds at least `plen` initialised bytes (its prefix) and has room
+            // for `plen + SHORT_KEY_ROOM` (the caller's contract, checked in debug builds);
+            // the head goes to `plen..plen + 4` and the rest's eight-byte blocks (at most 8:
+            // `rest_len < 60`) to `plen + 4..plen + 4 + 64`, inside that room. The source
+            // blocks end at most 7 bytes past the rest, whose end (`value_off`) was checked
+            // to lie inside the copy: inside the buffer, which holds `PAD >= 7` bytes more.
+            // `key` is a separate allocation. Afterwards `key[..plen + suffix_len]` is
+            // initialised (prefix, head, rest), and the value `value_off..+value_len` lies
+            // inside the copy (checked above).
+            let (kb, v) = unsafe {
+                std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head.to_be_bytes());
+                let src = base.add(rest_off);
+                let dst = k.add(plen + 4);
+                let w = std::ptr::read_unaligned(src as *const [u8; 8]);
+                std::ptr::write_unaligned(dst as *mut [u8; 8], w);
+                let mut j = 8;
+                while j < rest_len {
+                    let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
+                    std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
+                    j += 8;
+                }
+                (
+                    std::slice::from_raw_parts(k as *const u8, plen + suffix_len),
+                    std::slice::from_raw_parts(base.add(value_off), value_len),
+                )
+            };
+            i = n;
+            klen = Some(plen + suffix_len);
+            if let ControlFlow::Break(r) = f(kb, v) {
+                break ControlFlow::Break(r);
+            }
+        };
+        if let Some(len) = klen {
+            // SAFETY: the last key written is initialised up to `len` (see above), inside
+            // the capacity.
+            unsafe { key.set_len(len) };
+        }
+        let stop = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
+        (stop, klen.is_some(), flow)
     }
 
     /// The value at `place` (read from this copy by [`read`](Self::read)).
