@@ -73,6 +73,7 @@ pub use error::Error;
 pub use long_key::MAX_KEY_LEN;
 pub use numa::{NodeFn, Numa, ThreadMap, Topology, MAX_NUMA_NODES};
 pub use ops::{Cursor, KeyRange, Keys, Range, Values, GET_WITH_INLINE};
+pub use page::memory::mapped_bytes;
 pub use partition::executor::{
     Client, Executor, ExecutorConfig, ExecutorStats, KeyValue, Local, Op, OpResult, Pipeline,
     RebalanceConfig, Rebalanced, Resident,

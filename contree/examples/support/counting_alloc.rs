@@ -1,5 +1,5 @@
 //! A counting global allocator shared by the examples (included with `#[path]`): live heap
-//! bytes, for bytes per entry. Install it with
+//! bytes (and contree's mapped bytes), for bytes per entry. Install it with
 //! `#[global_allocator] static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 pub struct Counting;
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
-/// Live heap bytes allocated through [`Counting`].
+/// Live heap bytes allocated through [`Counting`], plus the bytes contree holds in memory
+/// mappings (its page pools' segments on Linux, which never pass through an allocator; see
+/// [`contree::mapped_bytes`]).
 pub fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
+    LIVE.load(Ordering::Relaxed) + contree::mapped_bytes() as isize
 }
 
 // SAFETY: forwards to the system allocator and only counts the sizes.
