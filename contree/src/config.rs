@@ -183,7 +183,14 @@ pub struct Config {
 ///
 /// ```
 /// use contree::{Config, LineMode, Tree};
-/// let tree = Tree::with_config(Config { line_mode: LineMode::Always, ..Config::default() }).unwrap();
+/// let tree = Tree::with_config(Config {
+///     line_mode: LineMode::Always,
+///     // The space manager works on a tree this empty, and any latch it takes on the leaf
+///     // would end line mode at a moment of its choosing: off, for counts that are exact.
+///     space_manager: false,
+///     ..Config::default()
+/// })
+/// .unwrap();
 /// tree.insert(b"k", &[0; 8]).unwrap(); // under the latch; the leaf switches to line mode
 /// tree.update_with(b"k", |v| v[0] = 1); // in line mode: no latch
 /// tree.insert(b"n", &[5; 8]).unwrap(); // a new key: into an insert segment, no latch
@@ -221,6 +228,8 @@ pub enum LineMode {
 /// let config = Config {
 ///     line_mode: LineMode::Always,
 ///     conflict_control: ConflictControl { key_locks: true, ..ConflictControl::default() },
+///     // A latch the space manager took on the leaf would end line mode (see `LineMode`).
+///     space_manager: false,
 ///     ..Config::default()
 /// };
 /// let tree = Tree::with_config(config).unwrap();
