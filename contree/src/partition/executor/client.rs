@@ -10,7 +10,6 @@ use super::worker::{
 use crate::error::Error;
 use crate::sync::seam::channel::{self, Receiver, Sender};
 use crate::sync::seam::recv_polling;
-use crate::Bytes;
 use std::any::Any;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -161,28 +160,7 @@ impl Client {
         Pipeline::new(self, depth)
     }
 
-    /// Carries out one operation (a batch of one).
-    fn one(&mut self, op: Op) -> OpResult {
-        self.execute(vec![op]).pop().expect("one answer")
-    }
-
-    /// The value of `key`.
-    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Get(key.into()))
-            .map(|v| v.map(Bytes::into_vec))
-    }
-
-    /// Inserts or replaces the value of `key`; returns the previous one.
-    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Insert(key.into(), value.into()))
-            .map(|v| v.map(Bytes::into_vec))
-    }
-
-    /// Removes `key`; returns its value.
-    pub fn remove(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Remove(key.into()))
-            .map(|v| v.map(Bytes::into_vec))
-    }
+    single_key_ops!();
 
     /// Runs `f` on the worker that owns `key`, with a [`Local`] view of the partition that
     /// holds it (the PLP "action": several operations on one partition in one message,

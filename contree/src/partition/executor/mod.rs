@@ -34,6 +34,45 @@
 //! worker after the requests already in its queue; requests that come later are refused
 //! with [`Error::ExecutorStopped`] and change nothing.
 
+/// The single-key operations of a type with `execute(&mut self, Vec<Op>) -> Vec<OpResult>`
+/// ([`Client`] and [`Resident`]): each is a batch of one.
+macro_rules! single_key_ops {
+    () => {
+        /// Carries out one operation (a batch of one).
+        fn one(
+            &mut self,
+            op: $crate::partition::executor::Op,
+        ) -> $crate::partition::executor::OpResult {
+            self.execute(vec![op]).pop().expect("one answer")
+        }
+
+        /// The value of `key`.
+        pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, $crate::Error> {
+            self.one($crate::partition::executor::Op::Get(key.into()))
+                .map(|v| v.map($crate::Bytes::into_vec))
+        }
+
+        /// Inserts or replaces the value of `key`; returns the previous one.
+        pub fn insert(
+            &mut self,
+            key: &[u8],
+            value: &[u8],
+        ) -> Result<Option<Vec<u8>>, $crate::Error> {
+            self.one($crate::partition::executor::Op::Insert(
+                key.into(),
+                value.into(),
+            ))
+            .map(|v| v.map($crate::Bytes::into_vec))
+        }
+
+        /// Removes `key`; returns its value.
+        pub fn remove(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, $crate::Error> {
+            self.one($crate::partition::executor::Op::Remove(key.into()))
+                .map(|v| v.map($crate::Bytes::into_vec))
+        }
+    };
+}
+
 mod client;
 mod load;
 mod pipeline;

@@ -28,7 +28,6 @@ use super::worker::{Answer, Msg, Op, OpResult, Part, Worker};
 use super::Executor;
 use crate::error::Error;
 use crate::sync::seam::channel::{self, Receiver, Sender};
-use crate::Bytes;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -397,28 +396,7 @@ impl<'w> Resident<'w> {
         refused
     }
 
-    /// Carries out one operation (a batch of one).
-    fn one(&mut self, op: Op) -> OpResult {
-        self.execute(vec![op]).pop().expect("one answer")
-    }
-
-    /// The value of `key`.
-    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Get(key.into()))
-            .map(|v| v.map(Bytes::into_vec))
-    }
-
-    /// Inserts or replaces the value of `key`; returns the previous one.
-    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Insert(key.into(), value.into()))
-            .map(|v| v.map(Bytes::into_vec))
-    }
-
-    /// Removes `key`; returns its value.
-    pub fn remove(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        self.one(Op::Remove(key.into()))
-            .map(|v| v.map(Bytes::into_vec))
-    }
+    single_key_ops!();
 }
 
 #[cfg(all(test, not(feature = "shuttle")))]
