@@ -97,6 +97,17 @@ pub struct Config {
     /// reserve. A returned page costs a page fault when it is reused. No effect elsewhere
     /// than Linux. Default on.
     pub return_memory: bool,
+    /// Huge pages for the page pool past its first 4 MiB: the pool takes address space for
+    /// its segments 2 MiB at a time, aligned, and once such an extent is full advises it for
+    /// transparent huge pages (Linux: `madvise(MADV_HUGEPAGE)`, then `MADV_COLLAPSE`), so
+    /// that one TLB entry covers 512 pages of 4 KiB. The memory held is that of the
+    /// segments in use, as without. The free pages of an extent go back to the system (see
+    /// [`return_memory`](Self::return_memory)) once they are a sixteenth of its pages or at
+    /// [`Tree::compact`](crate::Tree::compact), and the extent then stays on small pages;
+    /// fewer are kept for reuse. Counted in
+    /// [`Stats::huge_extents`](crate::Stats::huge_extents). No effect elsewhere than Linux
+    /// or under NUMA page placement. Default on.
+    pub huge_pages: bool,
     /// The blob heap: out-of-line bytes shorter than a page (values longer than
     /// [`max_inline_value_len`](Self::max_inline_value_len), the rests of keys longer than
     /// [`max_inline_key_len`](Self::max_inline_key_len)) are packed many to a page, so that
@@ -314,6 +325,7 @@ impl Default for Config {
             fill_target: 0.9,
             space_manager_share: 0.02,
             return_memory: true,
+            huge_pages: true,
             blob_heap: true,
             combining: true,
             side_structure: SideStructure::WithScans,

@@ -154,6 +154,11 @@ pub struct Stats {
     /// Bytes of free pages whose memory went back to the system
     /// ([`Config::return_memory`](crate::Config::return_memory); pool-wide).
     pub bytes_returned: usize,
+    /// Huge-page extents ([`Config::huge_pages`](crate::Config::huge_pages)): the 2 MiB
+    /// extents of the tree's page pool that filled up and were advised for transparent huge
+    /// pages, since the pool was made (pool-wide). Whether the kernel backs them with huge
+    /// pages is its choice (its `transparent_hugepage` settings, free memory).
+    pub huge_extents: u64,
     /// NUMA ([`Config::numa`](crate::Config::numa)): the nodes of the tree's topology.
     pub numa_nodes: usize,
     /// NUMA: point reads that took the NUMA-aware index phase (every point read while a
@@ -278,6 +283,7 @@ impl Tree {
         s.line_exits = s.line_switches.saturating_sub(s.hot_leaves as u64);
         core.numa_stats(&mut s);
         (s.bytes_free, s.bytes_returned) = core.pool_free_bytes();
+        s.huge_extents = core.pool_huge_extents();
         let mut used = 0usize;
         let size = core.config().page_size;
         let long_keys = core.has_long_keys();

@@ -158,6 +158,11 @@ pub const VARIANTS: &[Variant] = &[
         "contree with the XMerge space manager thread off (space_manager = false)",
         |shape| build_changed(shape, |c| c.space_manager = false),
     ),
+    (
+        "contree-nohuge",
+        "contree with the page pool on small pages only (huge_pages = false)",
+        |shape| build_changed(shape, |c| c.huge_pages = false),
+    ),
 ];
 
 /// A contree adapter with the default `Config` as `change` leaves it.

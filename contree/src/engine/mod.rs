@@ -127,6 +127,7 @@ impl TreeCore {
             config.page_size,
             config.max_memory,
             config.return_memory,
+            config.huge_pages,
             config.numa.placement(),
         );
         Self::in_pool(config, pool)
@@ -293,6 +294,11 @@ impl TreeCore {
     /// Free page bytes of the pool kept for reuse, and given back to the system.
     pub(crate) fn pool_free_bytes(&self) -> (usize, usize) {
         (self.pool.bytes_free(), self.pool.bytes_returned())
+    }
+
+    /// Huge-page extents of the pool advised for huge pages (`Stats::huge_extents`).
+    pub(crate) fn pool_huge_extents(&self) -> u64 {
+        self.pool.huge_extents()
     }
 
     /// Under page placement (`Numa::placement`), the pool's pages in use per node and the

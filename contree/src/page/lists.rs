@@ -37,6 +37,9 @@ pub(super) struct FreeList {
     pub(super) nodes: Vec<NodeLists>,
     /// The first segment that no node has taken yet.
     next_segment: usize,
+    /// Huge-page extents whose last segment opened, to advise once the mutex is released
+    /// (`segments`), by their first segments.
+    pub(super) collapse: Vec<usize>,
 }
 
 impl FreeList {
@@ -45,6 +48,7 @@ impl FreeList {
         FreeList {
             nodes: (0..nodes.max(1)).map(|_| NodeLists::default()).collect(),
             next_segment: 0,
+            collapse: Vec::new(),
         }
     }
 
@@ -175,7 +179,7 @@ mod tests {
             topology: crate::numa::topology::Resolved::new(&topology),
             bind,
         };
-        PagePool::placed(4096, usize::MAX, return_memory, Some(placement))
+        PagePool::placed(4096, usize::MAX, return_memory, true, Some(placement))
     }
 
     use super::super::{Arc, Directory, PagePool, Placement};

@@ -11,7 +11,8 @@
 //!
 //! It also gives the physical memory of whole pages back to the system without unmapping
 //! them ([`discard`]): the pool's free pages (`release`) and a replica's copies that are no
-//! longer needed.
+//! longer needed; and it reserves and advises the pool's huge-page extents ([`reserve`],
+//! [`advise_huge`], `super::extent`).
 
 use super::segment_layout;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -24,8 +25,11 @@ static MAPPED: AtomicUsize = AtomicUsize::new(0);
 /// pools' segments and the NUMA replicas' copies, on Linux, where they come from `mmap`
 /// rather than the global allocator. A global allocator that counts live bytes (a memory
 /// profiler, a benchmark's bytes per entry) does not see them; add this to what it reports.
-/// Counts address space mapped, whether or not its pages have been touched or given back
-/// to the system since. Always 0 elsewhere, where segments come from the global allocator.
+/// Counts the segments the pools have opened and the replicas' copies, whether or not their
+/// pages have been touched or given back to the system since; the address space reserved
+/// for segments not opened yet (the rest of a huge-page extent,
+/// [`Config::huge_pages`](crate::Config::huge_pages)) has no memory behind it and is not
+/// counted. Always 0 elsewhere, where segments come from the global allocator.
 ///
 /// ```
 /// let before = contree::mapped_bytes();
@@ -46,6 +50,18 @@ pub fn mapped_bytes() -> usize {
 #[cfg(target_os = "linux")]
 pub(crate) fn map(page_size: usize, seg: usize, bind: Option<usize>) -> Option<*mut u8> {
     let len = segment_layout(page_size, seg).size();
+    let mem = anonymous(len)?;
+    MAPPED.fetch_add(len, Relaxed);
+    if let Some(node) = bind {
+        let _ = crate::numa::topology::bind_to_node(mem.cast(), len, node);
+    }
+    Some(mem.cast())
+}
+
+/// A new anonymous private mapping of `len` bytes (zero, no memory behind it until written),
+/// or `None` if the system refuses.
+#[cfg(target_os = "linux")]
+fn anonymous(len: usize) -> Option<*mut libc::c_void> {
     // SAFETY: an anonymous private mapping at an address of the kernel's choice touches no
     // existing memory; the result is checked against `MAP_FAILED`.
     let mem = unsafe {
@@ -58,15 +74,123 @@ pub(crate) fn map(page_size: usize, seg: usize, bind: Option<usize>) -> Option<*
             0,
         )
     };
-    if mem == libc::MAP_FAILED {
-        return None;
-    }
-    MAPPED.fetch_add(len, Relaxed);
-    if let Some(node) = bind {
-        let _ = crate::numa::topology::bind_to_node(mem.cast(), len, node);
-    }
-    Some(mem.cast())
+    (mem != libc::MAP_FAILED).then_some(mem)
 }
+
+/// Size and alignment of a huge-page extent (`super::extent`): a transparent huge page of
+/// x86-64 and of aarch64 with 4 KiB base pages.
+pub(crate) const EXTENT: usize = 2 << 20;
+
+/// Address space for a huge-page extent of `len` bytes (a multiple of [`EXTENT`]), aligned
+/// to [`EXTENT`], with no memory behind it until a page is written (and then zeroed memory);
+/// `None` if the system refuses. Not counted in [`mapped_bytes`]: the pool counts each
+/// segment of it as the segment opens ([`count_mapped`]). Freed with [`unreserve`].
+#[cfg(target_os = "linux")]
+pub(crate) fn reserve(len: usize) -> Option<*mut u8> {
+    debug_assert!(len.is_multiple_of(EXTENT));
+    let over = len.checked_add(EXTENT)?;
+    let mem = anonymous(over)?;
+    let start = mem.addr();
+    let aligned = start.next_multiple_of(EXTENT);
+    let head = aligned - start;
+    let tail = over - head - len;
+    // SAFETY: both ranges lie inside the mapping just made, outside the aligned `len` bytes
+    // that are kept; nothing has used them. A failed trim only leaves address space mapped.
+    unsafe {
+        if head > 0 {
+            libc::munmap(mem, head);
+        }
+        if tail > 0 {
+            libc::munmap(mem.map_addr(|_| aligned + len), tail);
+        }
+    }
+    Some(mem.map_addr(|_| aligned).cast())
+}
+
+/// Frees an extent that [`reserve`] gave.
+#[cfg(target_os = "linux")]
+pub(crate) fn unreserve(mem: *mut u8, len: usize) {
+    // SAFETY: `mem` is a mapping of `len` bytes made by `reserve` (the caller's contract),
+    // unmapped once, when nothing can use it any more.
+    unsafe { libc::munmap(mem.cast(), len) };
+}
+
+/// Adds `len` bytes of an extent's segment to (or, if `!open`, removes them from)
+/// [`mapped_bytes`].
+pub(crate) fn count_mapped(len: usize, open: bool) {
+    if open {
+        MAPPED.fetch_add(len, Relaxed);
+    } else {
+        MAPPED.fetch_sub(len, Relaxed);
+    }
+}
+
+/// `madvise(MADV_COLLAPSE)`, which the `libc` crate does not name (Linux 6.1 and later).
+#[cfg(target_os = "linux")]
+const MADV_COLLAPSE: libc::c_int = 25;
+
+/// Asks the kernel to back the `len` bytes of a full extent at `mem` with transparent huge
+/// pages (`MADV_HUGEPAGE`), and to do so now (`MADV_COLLAPSE`: copies the extent's pages
+/// into huge pages; refused by kernels before 6.1, where `khugepaged` does it later in the
+/// background). `false` if the kernel refused the advice (no transparent huge pages).
+///
+/// # Safety
+/// `mem..mem + len` is an extent from [`reserve`] that stays mapped.
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn advise_huge(mem: *mut u8, len: usize) -> bool {
+    // SAFETY: the caller's contract; both advices keep the contents of every page (a
+    // collapse copies them, with concurrent accesses waiting on the page tables).
+    unsafe {
+        let advised = libc::madvise(mem.cast(), len, libc::MADV_HUGEPAGE) == 0;
+        if advised {
+            // EAGAIN: a page was busy (just faulted in, on another CPU's list); try again.
+            for _ in 0..3 {
+                if libc::madvise(mem.cast(), len, MADV_COLLAPSE) == 0
+                    || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
+                {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        advised
+    }
+}
+
+/// Takes the huge-page advice of [`advise_huge`] back (`MADV_NOHUGEPAGE`), so that the
+/// kernel does not fill the pages given back inside the extent by collapsing it again.
+///
+/// # Safety
+/// As for [`advise_huge`].
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn advise_small(mem: *mut u8, len: usize) {
+    // SAFETY: the caller's contract; the advice keeps the contents of every page.
+    unsafe { libc::madvise(mem.cast(), len, libc::MADV_NOHUGEPAGE) };
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn reserve(_len: usize) -> Option<*mut u8> {
+    None
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn unreserve(_mem: *mut u8, _len: usize) {}
+
+/// Elsewhere there is no advice to give.
+///
+/// # Safety
+/// None needed.
+#[cfg(not(target_os = "linux"))]
+pub(crate) unsafe fn advise_huge(_mem: *mut u8, _len: usize) -> bool {
+    false
+}
+
+/// Elsewhere there is no advice to give.
+///
+/// # Safety
+/// None needed.
+#[cfg(not(target_os = "linux"))]
+pub(crate) unsafe fn advise_small(_mem: *mut u8, _len: usize) {}
 
 /// Frees memory that [`map`] gave for segment `seg`.
 #[cfg(target_os = "linux")]

@@ -6,7 +6,8 @@
 //! **Memory.** Pages live in segments of `SEGMENT_PAGES` pages, mapped one at a time as
 //! pages are handed out and never unmapped while the pool lives. The first segments are
 //! smaller (1, 2, 4, 8 and 16 pages; the ids past their end are never handed out), so an
-//! empty tree holds one page, not a whole segment. Each directory entry carries the
+//! empty tree holds one page, not a whole segment. Past the first 4 MiB, segments are opened
+//! inside 2 MiB extents that the kernel can back with huge pages (`extent`, `segments`). Each directory entry carries the
 //! segment's page mask in the low bits of its (page-aligned) address: translation masks the
 //! page index with it, so any id, even a garbage one, lands inside its segment. The
 //! directory has two levels that both grow with the pool: a fixed table of 28 chunk
@@ -34,15 +35,17 @@
 //! Allocation and free take a mutex: they happen once per split or merge, not per
 //! operation. A new segment's memory is allocated and zeroed outside it.
 
+mod extent;
 mod lists;
 pub(crate) mod memory;
 mod release;
+mod segments;
 
 use crate::numa::topology::Resolved;
 use crate::sync::seam::{AtomicUsize, Mutex, MutexGuard};
 use crate::sync::{HybridLatch, Restart};
 use lists::FreeList;
-use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::alloc::{dealloc, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -121,6 +124,13 @@ pub(crate) struct PagePool {
     return_memory: bool,
     /// Where pages go, if placed on several nodes.
     placement: Option<Placement>,
+    /// Which segments lie in huge-page extents (`extent`); `None`: none.
+    extents: Option<extent::Extents>,
+    /// Extents advised for huge pages (`Stats::huge_extents`).
+    huge_extents: AtomicU64,
+    /// Free pages that the last periodic `release` kept because their huge-page extents
+    /// were not wholly free.
+    held_in_extents: AtomicUsize,
     /// Under placement, the pages in use on each node.
     pages_on: Box<[AtomicUsize]>,
     /// Under placement, pages handed to a thread of another node than theirs.
@@ -168,17 +178,20 @@ pub(crate) fn with_overdraft_pages<R>(n: usize, f: impl FnOnce() -> R) -> R {
 
 impl PagePool {
     /// A pool of pages of `page_size` bytes that holds at most `max_memory` bytes of pages
-    /// and gives free pages' memory back to the system if `return_memory`.
+    /// and gives free pages' memory back to the system if `return_memory`, with huge-page
+    /// extents.
     #[cfg(test)]
     pub(crate) fn new(page_size: usize, max_memory: usize, return_memory: bool) -> Arc<PagePool> {
-        Self::placed(page_size, max_memory, return_memory, None)
+        Self::placed(page_size, max_memory, return_memory, true, None)
     }
 
-    /// [`new`](Self::new), placing pages on the nodes of `placement` (if it has several).
+    /// [`new`](Self::new), with huge-page extents if `huge_pages` (`Config::huge_pages`),
+    /// placing pages on the nodes of `placement` (if it has several).
     pub(crate) fn placed(
         page_size: usize,
         max_memory: usize,
         return_memory: bool,
+        huge_pages: bool,
         placement: Option<Placement>,
     ) -> Arc<PagePool> {
         let max_pages = (max_memory / page_size).min(MAX_PAGES);
@@ -193,6 +206,9 @@ impl PagePool {
             free_pages: AtomicUsize::new(0),
             returned_pages: AtomicUsize::new(0),
             return_memory: return_memory && memory::supported(page_size),
+            extents: Self::plan_extents(page_size, huge_pages, placement.is_some()),
+            huge_extents: AtomicU64::new(0),
+            held_in_extents: AtomicUsize::new(0),
             placement,
             pages_on: (0..counted).map(|_| AtomicUsize::new(0)).collect(),
             placed_remote: AtomicU64::new(0),
@@ -260,6 +276,11 @@ impl PagePool {
         self.returned_pages.load(Ordering::Relaxed) * self.page_size
     }
 
+    /// Huge-page extents advised for huge pages since the pool was made.
+    pub(crate) fn huge_extents(&self) -> u64 {
+        self.huge_extents.load(Ordering::Relaxed)
+    }
+
     /// The directory, for use while `&self` lives.
     fn own_directory(&self) -> Directory {
         Directory::over(&self.chunks, self.page_size)
@@ -323,6 +344,11 @@ impl PagePool {
             for &pid in &out {
                 self.pages_on[self.home(pid)].fetch_add(1, Ordering::Relaxed);
             }
+        }
+        if !st.collapse.is_empty() {
+            let heads = std::mem::take(&mut st.collapse);
+            drop(st);
+            self.collapse(heads);
         }
         Ok(out)
     }
@@ -391,7 +417,7 @@ impl PagePool {
             };
             if pid.is_multiple_of(SEGMENT_PAGES)
                 && (if open {
-                    self.map_segment(pid, here).is_err()
+                    self.map_segment(st, pid, here).is_err()
                 } else {
                     !self.is_mapped(pid)
                 })
@@ -429,99 +455,8 @@ impl PagePool {
             return None;
         }
         let first = st.fresh_page(here)?;
-        (first.is_multiple_of(SEGMENT_PAGES) && !self.is_mapped(first)).then_some(first)
-    }
-
-    /// Whether the segment that starts at page `first` has memory.
-    fn is_mapped(&self, first: usize) -> bool {
-        let (j, o) = locate(first >> SEGMENT_SHIFT);
-        let chunk = self.chunks[j].load(Ordering::Acquire);
-        // SAFETY: a non-null chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives
-        // as long as the pool.
-        !chunk.is_null() && !unsafe { (*chunk.add(o)).load(Ordering::Acquire) }.is_null()
-    }
-
-    /// Whether segments are bound to their nodes (placement on a real topology).
-    fn binds(&self) -> bool {
-        self.placement.as_ref().is_some_and(|p| p.bind)
-    }
-
-    /// Whether segments come from [`memory::map`] rather than the allocator: always on
-    /// Linux (outside Miri), where an anonymous mapping is zero without a write. The
-    /// allocator's `alloc_zeroed` of a page-aligned segment is `posix_memalign` and a
-    /// `memset` of the whole segment: 27 instructions per random insert and 15 per append
-    /// at 4 KiB pages (callgrind), and every page written twice (the kernel's zeroing at
-    /// the fault, then the `memset`).
-    fn maps(&self) -> bool {
-        cfg!(all(target_os = "linux", not(miri))) || self.binds()
-    }
-
-    /// Zeroed memory for segment `seg` of node `node` (no lock needed), or `None` if the
-    /// system refuses.
-    fn segment_memory(&self, seg: usize, node: usize) -> Option<*mut u8> {
-        if self.maps() {
-            return memory::map(self.page_size, seg, self.binds().then_some(node));
-        }
-        // SAFETY: the layout has a non-zero size (page_size >= 4096).
-        let mem = unsafe { alloc_zeroed(segment_layout(self.page_size, seg)) };
-        (!mem.is_null()).then_some(mem)
-    }
-
-    /// Frees memory that [`segment_memory`](Self::segment_memory) gave for segment `seg`.
-    fn free_segment(&self, mem: *mut u8, seg: usize) {
-        if self.maps() {
-            memory::unmap(mem, self.page_size, seg);
-        } else {
-            // SAFETY: `mem` was allocated with this segment's layout (`segment_memory`),
-            // and the caller frees it once.
-            unsafe { dealloc(mem, segment_layout(self.page_size, seg)) };
-        }
-    }
-
-    /// Publishes `mem` (from [`segment_memory`](Self::segment_memory)) as the segment that
-    /// starts at page `first`, on node `node`, allocating its chunk for the first segment of
-    /// a chunk; frees `mem` if the segment has memory already or the chunk cannot be had.
-    /// Called under the free-list mutex: the only writer of the directory.
-    fn install_segment(&self, first: usize, mem: *mut u8, node: usize) -> Result<(), Exhausted> {
-        let seg = first >> SEGMENT_SHIFT;
-        // `mem` was never published.
-        let discard = || self.free_segment(mem, seg);
-        if self.is_mapped(first) {
-            discard();
-            return Ok(());
-        }
-        let (j, o) = locate(seg);
-        let mut chunk = self.chunks[j].load(Ordering::Acquire);
-        if chunk.is_null() {
-            // SAFETY: the layout has a non-zero size (at least one pointer).
-            chunk = unsafe { alloc_zeroed(chunk_layout(j)) } as *mut Chunk;
-            if chunk.is_null() {
-                discard();
-                return Err(Exhausted);
-            }
-            // All-zero bytes are null pointers: the chunk is valid before it is published.
-            self.chunks[j].store(chunk, Ordering::Release);
-        }
-        let entry = segment_entry(mem, seg, node);
-        // SAFETY: the chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives as long
-        // as the pool.
-        unsafe { (*chunk.add(o)).store(entry, Ordering::Release) };
-        Ok(())
-    }
-
-    /// Gives the segment that starts at page `first` memory on node `node` if it has none
-    /// yet. Called under the free-list mutex.
-    fn map_segment(&self, first: usize, node: usize) -> Result<(), Exhausted> {
-        if first >= MAX_PAGES {
-            return Err(Exhausted);
-        }
-        if self.is_mapped(first) {
-            return Ok(());
-        }
-        let mem = self
-            .segment_memory(first >> SEGMENT_SHIFT, node)
-            .ok_or(Exhausted)?;
-        self.install_segment(first, mem, node)
+        (first.is_multiple_of(SEGMENT_PAGES) && !self.is_mapped(first) && self.maps_outside(first))
+            .then_some(first)
     }
 
     /// Returns a page for reuse by any tree of the pool. The caller holds its exclusive latch

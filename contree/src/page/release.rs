@@ -27,9 +27,43 @@
 //! reserve. Each page given back costs one system call per run of neighbouring pages and, at
 //! its reuse, one page fault.
 
+use super::extent::Extents;
 use super::memory::discard;
 use super::{PageId, PagePool, SEGMENT_SHIFT};
 use std::sync::atomic::Ordering;
+
+/// A periodic release gives back the free pages of a huge-page extent that holds at least
+/// this share of free pages beyond the reserve (and takes its huge-page advice back), and
+/// holds the free pages of the others for reuse: a sixteenth, as the reserve, so that a tree
+/// holds at most about twice the free memory it held without extents.
+const SPLIT_SHARE: usize = 16;
+
+/// Sorts `batch` (free pages beyond the reserve) and splits off the pages that a release
+/// keeps (see [`SPLIT_SHARE`]; `all`: none); returns them and the extents, by first segment,
+/// of which only some pages go back.
+fn sort_extents(batch: &mut Vec<PageId>, e: &Extents, all: bool) -> (Vec<PageId>, Vec<usize>) {
+    batch.sort_unstable();
+    let (mut keep, mut split) = (Vec::new(), Vec::new());
+    for group in batch.chunk_by(|&a, &b| e.head_of_page(a as usize) == e.head_of_page(b as usize)) {
+        let Some(head) = e.head_of_page(group[0] as usize) else {
+            continue;
+        };
+        if group.len() == e.pages() {
+            // Wholly free: goes back in one piece, keeping its advice.
+        } else if all || group.len() >= e.pages() / SPLIT_SHARE {
+            split.push(head);
+        } else {
+            keep.push(head);
+        }
+    }
+    let held = batch
+        .extract_if(.., |&mut p| {
+            e.head_of_page(p as usize)
+                .is_some_and(|h| keep.binary_search(&h).is_ok())
+        })
+        .collect();
+    (held, split)
+}
 
 impl PagePool {
     /// The free pages a pool keeps for reuse: a sixteenth of the pages in use, at least 16.
@@ -43,6 +77,8 @@ impl PagePool {
         if !self.return_memory {
             return 0;
         }
+        // Huge-page extents (`extent`) that this release gives back only part of.
+        let mut split = Vec::new();
         let batch: Vec<PageId> = {
             let mut st = self.lock();
             // Under placement each node keeps its share of the reserve.
@@ -55,6 +91,13 @@ impl PagePool {
             for lists in &mut st.nodes {
                 let n = lists.free.len().saturating_sub(keep);
                 batch.extend(lists.free.drain(..n));
+            }
+            if let Some(e) = self.extents {
+                // There is one node: extents are off under placement.
+                let held;
+                (held, split) = sort_extents(&mut batch, &e, all);
+                self.held_in_extents.store(held.len(), Ordering::Relaxed);
+                st.nodes[0].free.extend(held);
             }
             if batch.is_empty() {
                 return 0;
@@ -72,9 +115,16 @@ impl PagePool {
         }
         retired.sort_unstable_by_key(|&(pid, _)| pid);
         let mut returned = Vec::with_capacity(retired.len());
-        for run in
-            retired.chunk_by(|a, b| b.0 == a.0 + 1 && b.0 >> SEGMENT_SHIFT == a.0 >> SEGMENT_SHIFT)
-        {
+        // Runs of neighbouring pages of one segment, or of one extent (whose segments are
+        // neighbours in memory): a wholly free extent goes back in one piece.
+        let together = |a: PageId, b: PageId| {
+            a >> SEGMENT_SHIFT == b >> SEGMENT_SHIFT
+                || self.extents.is_some_and(|e| {
+                    e.head_of_page(a as usize)
+                        .is_some_and(|h| e.head_of_page(b as usize) == Some(h))
+                })
+        };
+        for run in retired.chunk_by(|a, b| b.0 == a.0 + 1 && together(a.0, b.0)) {
             let start = self.latch(run[0].0) as *const _ as *mut u8;
             // SAFETY: the run is whole free pages of one segment, which the pool owns and
             // keeps mapped (private anonymous memory from `memory::map` or the allocator's
@@ -92,6 +142,8 @@ impl PagePool {
                 }
             }
         }
+        // Keep the kernel from filling the holes again by collapsing these extents.
+        self.advise_small(&split);
         let n = returned.len();
         let mut st = self.lock();
         for pid in kept {
@@ -108,7 +160,9 @@ impl PagePool {
     /// otherwise: two loads). For trees without the space manager, after removals.
     #[inline]
     pub(crate) fn release_if_many(&self) {
-        if self.return_memory && self.free_pages.load(Ordering::Relaxed) > 2 * self.reserve() {
+        let held = self.held_in_extents.load(Ordering::Relaxed);
+        if self.return_memory && self.free_pages.load(Ordering::Relaxed) > 2 * self.reserve() + held
+        {
             self.release(false);
         }
     }
@@ -179,6 +233,59 @@ mod tests {
         assert!(zeroed.validate().is_err());
         assert!(late.validate().is_err());
         assert!(before.validate().is_err());
+    }
+
+    #[test]
+    fn a_periodic_release_keeps_the_pages_of_mostly_used_huge_page_extents() {
+        let pool = PagePool::new(4096, usize::MAX, true);
+        let e = pool.extents.expect("extents on Linux");
+        // Past the first 4 MiB, four whole extents.
+        let ids = pool
+            .allocate(extent::HUGE_AFTER / 4096 + 5 * e.pages())
+            .unwrap();
+        let of = |k: usize| -> Vec<PageId> {
+            let mut heads: Vec<usize> = ids
+                .iter()
+                .filter_map(|&p| e.head_of_page(p as usize))
+                .collect();
+            heads.dedup();
+            ids.iter()
+                .copied()
+                .filter(|&p| e.head_of_page(p as usize) == Some(heads[k]))
+                .collect()
+        };
+        let (whole, few, many) = (of(0), of(1), of(2));
+        assert_eq!(whole.len(), e.pages());
+        let few = &few[..e.pages() / 16 - 1];
+        let many = &many[..e.pages() / 16];
+        // Freed first, so beyond the reserve; then pages below the extents fill the
+        // reserve.
+        for &p in whole.iter().chain(few).chain(many) {
+            pool.free(p);
+        }
+        let low: Vec<PageId> = ids
+            .iter()
+            .copied()
+            .filter(|&p| e.head_of_page(p as usize).is_none())
+            .take(pool.reserve() + 16)
+            .collect();
+        low.iter().for_each(|&p| pool.free(p));
+        let returned_before = pool.bytes_returned() / 4096;
+        let n = pool.release(false);
+        assert_eq!(pool.bytes_returned() / 4096, returned_before + n);
+        let st = pool.lock();
+        let returned: std::collections::HashSet<PageId> =
+            st.nodes[0].returned.iter().map(|&(p, _)| p).collect();
+        // The wholly free extent and the one with a sixteenth free go back; the one with
+        // fewer free pages is held for reuse, and counted so.
+        assert!(whole.iter().chain(many).all(|p| returned.contains(p)));
+        assert!(few.iter().all(|p| st.nodes[0].free.contains(p)));
+        assert_eq!(pool.held_in_extents.load(Ordering::Relaxed), few.len());
+        drop(st);
+        // `compact` gives back every free page.
+        pool.release(true);
+        assert_eq!(pool.bytes_free(), 0);
+        assert_eq!(pool.held_in_extents.load(Ordering::Relaxed), 0);
     }
 
     #[test]

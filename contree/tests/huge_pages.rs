@@ -1,0 +1,125 @@
+//! Huge-page extents (`Config::huge_pages`): a tree past its first 4 MiB keeps its contents
+//! right through growth, churn, periodic releases and `compact`; it holds no more memory
+//! than with small pages (`contree::mapped_bytes` counts the same segments); the full
+//! extents are advised for huge pages where the kernel has them; and a dropped tree gives
+//! every extent back.
+//!
+//! One test function: `mapped_bytes` is process-wide, so nothing else may run beside it.
+
+use contree::{Config, Tree};
+use std::collections::BTreeMap;
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Whether this kernel has transparent huge pages that `madvise` can ask for.
+fn thp_available() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|s| !s.contains("[never]"))
+}
+
+/// Loads `n` random keys into a tree with `huge_pages`; returns the tree, the oracle and the
+/// bytes mapped for it.
+fn load(huge_pages: bool, n: usize) -> (Tree, BTreeMap<u64, u64>, usize) {
+    let before = contree::mapped_bytes();
+    let t = Tree::with_config(Config {
+        huge_pages,
+        // Deterministic page use: no background XMerge.
+        space_manager: false,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut oracle = BTreeMap::new();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..n {
+        let k = xorshift(&mut x);
+        t.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
+        oracle.insert(k, k);
+    }
+    let mapped = contree::mapped_bytes() - before;
+    (t, oracle, mapped)
+}
+
+fn check(t: &Tree, oracle: &BTreeMap<u64, u64>) {
+    t.check_invariants().unwrap();
+    assert_eq!(t.len(), oracle.len());
+    for (k, v) in oracle {
+        assert_eq!(
+            t.get(&k.to_be_bytes()),
+            Some(v.to_le_bytes().to_vec()),
+            "{k}"
+        );
+    }
+    let keys: Vec<u64> = t
+        .iter()
+        .map(|(k, _)| u64::from_be_bytes(k[..].try_into().unwrap()))
+        .collect();
+    assert!(keys.iter().copied().eq(oracle.keys().copied()));
+}
+
+#[test]
+fn huge_page_extents_keep_contents_and_memory_and_go_back_when_dropped() {
+    let start = contree::mapped_bytes();
+    // About 11 MiB of pages: past the first 4 MiB, several whole extents.
+    let n = 400_000;
+    let (small, _, small_mapped) = load(false, n);
+    let small_stats = small.stats();
+    assert_eq!(small_stats.huge_extents, 0);
+    drop(small);
+    assert_eq!(
+        contree::mapped_bytes(),
+        start,
+        "a small-page tree unmapped all"
+    );
+
+    let (t, mut oracle, mapped) = load(true, n);
+    let s = t.stats();
+    // The same inserts open the same pages: the same memory as with small pages.
+    assert_eq!(mapped, small_mapped, "{s:?}");
+    if cfg!(target_os = "linux") && thp_available() {
+        assert!(s.huge_extents >= 2, "{s:?}");
+    }
+    check(&t, &oracle);
+
+    // Churn: remove two thirds at random (pages freed inside extents), with periodic
+    // releases (a tree without the space manager releases from removals).
+    let mut x = 42u64;
+    let keys: Vec<u64> = oracle.keys().copied().collect();
+    for &k in &keys {
+        if !xorshift(&mut x).is_multiple_of(3) {
+            assert!(t.remove(&k.to_be_bytes()).is_some());
+            oracle.remove(&k);
+        }
+    }
+    check(&t, &oracle);
+    // The freed pages come back into use, extents' pages first.
+    for _ in 0..100_000 {
+        let k = xorshift(&mut x);
+        t.insert(&k.to_be_bytes(), &[1; 8]).unwrap();
+        oracle.insert(k, u64::from_le_bytes([1; 8]));
+    }
+    check(&t, &oracle);
+
+    // `compact` gives every free page back, inside extents too.
+    t.compact();
+    let s = t.stats();
+    assert_eq!(s.bytes_free, 0, "{s:?}");
+    check(&t, &oracle);
+    for _ in 0..50_000 {
+        let k = xorshift(&mut x);
+        t.insert(&k.to_be_bytes(), &[2; 8]).unwrap();
+        oracle.insert(k, u64::from_le_bytes([2; 8]));
+    }
+    check(&t, &oracle);
+
+    drop(t);
+    assert_eq!(
+        contree::mapped_bytes(),
+        start,
+        "a dropped tree gives every extent and segment back"
+    );
+}
