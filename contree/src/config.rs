@@ -99,8 +99,10 @@ pub struct Config {
     pub return_memory: bool,
     /// Huge pages for the page pool past its first 4 MiB: the pool takes address space for
     /// its segments 2 MiB at a time, aligned, and once such an extent is full advises it for
-    /// transparent huge pages (Linux: `madvise(MADV_HUGEPAGE)`, then `MADV_COLLAPSE`), so
-    /// that one TLB entry covers 512 pages of 4 KiB. The memory held is that of the
+    /// transparent huge pages (Linux: `madvise(MADV_HUGEPAGE)`; the space manager's thread
+    /// then collapses it, `MADV_COLLAPSE`, at most one per 35 ms; without the space manager
+    /// the kernel's `khugepaged` does, in its own time), so that one TLB entry covers 512
+    /// pages of 4 KiB. The memory held is that of the
     /// segments in use, as without. The free pages of an extent go back to the system (see
     /// [`return_memory`](Self::return_memory)) once they are a sixteenth of its pages or at
     /// [`Tree::compact`](crate::Tree::compact), and the extent then stays on small pages;

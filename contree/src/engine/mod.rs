@@ -127,7 +127,7 @@ impl TreeCore {
             config.page_size,
             config.max_memory,
             config.return_memory,
-            config.huge_pages,
+            crate::page::Huge::of(&config),
             config.numa.placement(),
         );
         Self::in_pool(config, pool)
@@ -294,6 +294,11 @@ impl TreeCore {
     /// Free page bytes of the pool kept for reuse, and given back to the system.
     pub(crate) fn pool_free_bytes(&self) -> (usize, usize) {
         (self.pool.bytes_free(), self.pool.bytes_returned())
+    }
+
+    /// Collapses the pool's full huge-page extents that wait for the space manager.
+    pub(crate) fn collapse_extents(&self) {
+        self.pool.collapse_pending();
     }
 
     /// Huge-page extents of the pool advised for huge pages (`Stats::huge_extents`).

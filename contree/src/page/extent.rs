@@ -6,8 +6,10 @@
 //! **Memory follows use.** An extent is reserved address space; its segments open one by one
 //! as the pool hands out their pages, as elsewhere, and [`mapped_bytes`]
 //! (crate::mapped_bytes) counts them as they open. An extent is advised for huge pages and
-//! collapsed into them ([`memory::advise_huge`]) only once it is full, when the last segment
-//! of the next extent opens: advising it earlier would let the first write fault in the whole
+//! collapsed into them ([`memory::advise_huge`]) only once it is full, after the last segment
+//! of the next extent opened (by the space manager's rounds, at a bounded rate, or, for a
+//! tree without it, advised by that allocation and collapsed by the kernel later:
+//! [`Huge`]): advising it earlier would let the first write fault in the whole
 //! 2 MiB, and collapsing it while its last pages are still being faulted in fails on busy
 //! pages (`EAGAIN`: 19 of 40 extents of a 4-million-key load when collapsed as their own
 //! last segment opened). So a tree holds no more memory than with small pages; an empty or
@@ -28,6 +30,34 @@
 //! `Config::huge_pages` off, every segment is mapped on its own, as below `HUGE_AFTER`.
 
 use super::{memory, SEGMENT_PAGES, SEGMENT_SHIFT};
+
+/// Whether a pool has huge-page extents, and who collapses the full ones.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Huge {
+    /// No extents: every segment is mapped on its own.
+    Off,
+    /// The allocation that fills the next extent advises a full one (`MADV_HUGEPAGE`, a
+    /// change of flags) and leaves the collapse to the kernel's `khugepaged`: for trees
+    /// without the space manager, whose allocations run inside splits, under latches.
+    Advise,
+    /// The space manager's rounds of the tree advise and collapse them (`space/manager.rs`),
+    /// off every operation's path and at a bounded rate (`segments::COLLAPSE_EVERY`): a
+    /// collapse stalls the threads that fault pages in meanwhile (appends measured 7-15%
+    /// slower with every extent collapsed as it filled).
+    Background,
+}
+
+impl Huge {
+    /// The mode of a tree's pool: off with `huge_pages` off, in the background where the
+    /// space manager runs.
+    pub(crate) fn of(config: &crate::Config) -> Huge {
+        match (config.huge_pages, config.space_manager) {
+            (false, _) => Huge::Off,
+            (true, false) => Huge::Advise,
+            (true, true) => Huge::Background,
+        }
+    }
+}
 
 /// The bytes of segments a pool maps on their own before its first extent.
 pub(crate) const HUGE_AFTER: usize = 4 << 20;

@@ -40,6 +40,8 @@ pub(super) struct FreeList {
     /// Huge-page extents whose last segment opened, to advise once the mutex is released
     /// (`segments`), by their first segments.
     pub(super) collapse: Vec<usize>,
+    /// When the space manager last collapsed extents (`segments::collapse_pending`).
+    pub(super) collapsed_at: Option<std::time::Instant>,
 }
 
 impl FreeList {
@@ -49,6 +51,7 @@ impl FreeList {
             nodes: (0..nodes.max(1)).map(|_| NodeLists::default()).collect(),
             next_segment: 0,
             collapse: Vec::new(),
+            collapsed_at: None,
         }
     }
 
@@ -179,10 +182,16 @@ mod tests {
             topology: crate::numa::topology::Resolved::new(&topology),
             bind,
         };
-        PagePool::placed(4096, usize::MAX, return_memory, true, Some(placement))
+        PagePool::placed(
+            4096,
+            usize::MAX,
+            return_memory,
+            Huge::Advise,
+            Some(placement),
+        )
     }
 
-    use super::super::{Arc, Directory, PagePool, Placement};
+    use super::super::{Arc, Directory, Huge, PagePool, Placement};
 
     #[test]
     fn each_thread_gets_pages_of_its_node_and_freed_pages_go_home() {

@@ -130,19 +130,20 @@ pub(crate) fn count_mapped(len: usize, open: bool) {
 const MADV_COLLAPSE: libc::c_int = 25;
 
 /// Asks the kernel to back the `len` bytes of a full extent at `mem` with transparent huge
-/// pages (`MADV_HUGEPAGE`), and to do so now (`MADV_COLLAPSE`: copies the extent's pages
-/// into huge pages; refused by kernels before 6.1, where `khugepaged` does it later in the
-/// background). `false` if the kernel refused the advice (no transparent huge pages).
+/// pages (`MADV_HUGEPAGE`: its `khugepaged` thread collapses the extent in its own time),
+/// and, if `now`, to do so at once (`MADV_COLLAPSE`: copies the extent's pages into huge
+/// pages; refused by kernels before 6.1). `false` if the kernel refused the advice (no
+/// transparent huge pages).
 ///
 /// # Safety
 /// `mem..mem + len` is an extent from [`reserve`] that stays mapped.
 #[cfg(target_os = "linux")]
-pub(crate) unsafe fn advise_huge(mem: *mut u8, len: usize) -> bool {
+pub(crate) unsafe fn advise_huge(mem: *mut u8, len: usize, now: bool) -> bool {
     // SAFETY: the caller's contract; both advices keep the contents of every page (a
     // collapse copies them, with concurrent accesses waiting on the page tables).
     unsafe {
         let advised = libc::madvise(mem.cast(), len, libc::MADV_HUGEPAGE) == 0;
-        if advised {
+        if advised && now {
             // EAGAIN: a page was busy (just faulted in, on another CPU's list); try again.
             for _ in 0..3 {
                 if libc::madvise(mem.cast(), len, MADV_COLLAPSE) == 0
@@ -181,7 +182,7 @@ pub(crate) fn unreserve(_mem: *mut u8, _len: usize) {}
 /// # Safety
 /// None needed.
 #[cfg(not(target_os = "linux"))]
-pub(crate) unsafe fn advise_huge(_mem: *mut u8, _len: usize) -> bool {
+pub(crate) unsafe fn advise_huge(_mem: *mut u8, _len: usize, _now: bool) -> bool {
     false
 }
 

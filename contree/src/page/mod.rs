@@ -36,6 +36,8 @@
 //! operation. A new segment's memory is allocated and zeroed outside it.
 
 mod extent;
+
+pub(crate) use extent::Huge;
 mod lists;
 pub(crate) mod memory;
 mod release;
@@ -126,6 +128,8 @@ pub(crate) struct PagePool {
     placement: Option<Placement>,
     /// Which segments lie in huge-page extents (`extent`); `None`: none.
     extents: Option<extent::Extents>,
+    /// Whether allocations advise full extents themselves (`extent::Huge::Advise`).
+    advise_inline: bool,
     /// Extents advised for huge pages (`Stats::huge_extents`).
     huge_extents: AtomicU64,
     /// Free pages that the last periodic `release` kept because their huge-page extents
@@ -182,16 +186,16 @@ impl PagePool {
     /// extents.
     #[cfg(test)]
     pub(crate) fn new(page_size: usize, max_memory: usize, return_memory: bool) -> Arc<PagePool> {
-        Self::placed(page_size, max_memory, return_memory, true, None)
+        Self::placed(page_size, max_memory, return_memory, Huge::Advise, None)
     }
 
-    /// [`new`](Self::new), with huge-page extents if `huge_pages` (`Config::huge_pages`),
+    /// [`new`](Self::new), with huge-page extents as `huge` says (`Config::huge_pages`),
     /// placing pages on the nodes of `placement` (if it has several).
     pub(crate) fn placed(
         page_size: usize,
         max_memory: usize,
         return_memory: bool,
-        huge_pages: bool,
+        huge: Huge,
         placement: Option<Placement>,
     ) -> Arc<PagePool> {
         let max_pages = (max_memory / page_size).min(MAX_PAGES);
@@ -206,7 +210,8 @@ impl PagePool {
             free_pages: AtomicUsize::new(0),
             returned_pages: AtomicUsize::new(0),
             return_memory: return_memory && memory::supported(page_size),
-            extents: Self::plan_extents(page_size, huge_pages, placement.is_some()),
+            extents: Self::plan_extents(page_size, huge != Huge::Off, placement.is_some()),
+            advise_inline: huge == Huge::Advise,
             huge_extents: AtomicU64::new(0),
             held_in_extents: AtomicUsize::new(0),
             placement,
@@ -345,10 +350,10 @@ impl PagePool {
                 self.pages_on[self.home(pid)].fetch_add(1, Ordering::Relaxed);
             }
         }
-        if !st.collapse.is_empty() {
+        if self.advise_inline && !st.collapse.is_empty() {
             let heads = std::mem::take(&mut st.collapse);
             drop(st);
-            self.collapse(heads);
+            self.collapse(heads, false);
         }
         Ok(out)
     }

@@ -96,6 +96,8 @@ impl PagePool {
                 // There is one node: extents are off under placement.
                 let held;
                 (held, split) = sort_extents(&mut batch, &e, all);
+                // An extent that goes back to small pages is not collapsed later.
+                st.collapse.retain(|h| split.binary_search(h).is_err());
                 self.held_in_extents.store(held.len(), Ordering::Relaxed);
                 st.nodes[0].free.extend(held);
             }

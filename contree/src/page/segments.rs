@@ -10,6 +10,13 @@ use super::{
 };
 use std::alloc::{alloc_zeroed, dealloc};
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// The space manager collapses at most one huge-page extent per this time
+/// (`collapse_pending`): a collapse takes about 345 us (`bench/results/huge-pages.txt`), so
+/// collapses take at most about 1% of the time of the threads they stall, and a pool that
+/// stops growing has 28 extents (56 MiB) collapsed per second.
+const COLLAPSE_EVERY: Duration = Duration::from_millis(35);
 
 impl PagePool {
     /// The extent plan of a pool of pages of `page_size` bytes with `huge_pages` on and
@@ -202,10 +209,35 @@ impl PagePool {
         Ok(())
     }
 
-    /// Advises the full extents whose first segments are `heads` for huge pages
-    /// ([`memory::advise_huge`]). Called by an allocation after it released the mutex: a
-    /// collapse copies up to 2 MiB.
-    pub(super) fn collapse(&self, heads: Vec<usize>) {
+    /// Advises and collapses the full extents that wait for it (`extent::Huge::Background`,
+    /// the space manager's rounds), oldest first, at most one per [`COLLAPSE_EVERY`] since
+    /// the last collapse: a collapse stalls the threads that fault pages in meanwhile, and a
+    /// pool that grows fast would otherwise pay one per 2 MiB of growth.
+    pub(crate) fn collapse_pending(&self) {
+        let now = Instant::now();
+        let heads: Vec<usize> = {
+            let mut st = self.lock();
+            let allowed = st.collapsed_at.map_or(usize::MAX, |at| {
+                let due =
+                    now.saturating_duration_since(at).as_micros() / COLLAPSE_EVERY.as_micros();
+                usize::try_from(due).unwrap_or(usize::MAX)
+            });
+            let n = allowed.min(st.collapse.len());
+            if n == 0 {
+                return;
+            }
+            st.collapsed_at = Some(now);
+            st.collapse.drain(..n).collect()
+        };
+        if !heads.is_empty() {
+            self.collapse(heads, true);
+        }
+    }
+
+    /// Advises the full extents whose first segments are `heads` for huge pages, collapsing
+    /// them `now` ([`memory::advise_huge`]). Called without the mutex: a collapse copies up
+    /// to 2 MiB (345 us on average in a loaded process, `bench/results/huge-pages.txt`).
+    pub(super) fn collapse(&self, heads: Vec<usize>, now: bool) {
         let Some(e) = self.extents else {
             return;
         };
@@ -213,7 +245,7 @@ impl PagePool {
             if let Some(base) = self.segment_base(head) {
                 // SAFETY: `base` is the extent's memory (its first segment's), reserved by
                 // `open_in_extent` and mapped while the pool lives.
-                if unsafe { memory::advise_huge(base, e.bytes()) } {
+                if unsafe { memory::advise_huge(base, e.bytes(), now) } {
                     self.huge_extents.fetch_add(1, Ordering::Relaxed);
                 }
             }

@@ -136,6 +136,7 @@ fn round(core: &TreeCore, rng: &mut Rng) -> Option<usize> {
     let _gate = core.space_gate.lock().unwrap_or_else(|e| e.into_inner());
     core.retry_deferred_merges();
     core.release_memory(false);
+    core.collapse_extents();
     let fill = core.optimistic_sample_fill(rng, SAMPLES)?;
     if fill >= core.config().fill_target {
         return None;
