@@ -25,13 +25,19 @@ fn thp_available() -> bool {
 /// Loads `n` random keys into a tree with `huge_pages` and `space_manager`; returns the tree,
 /// the oracle and the bytes mapped for it.
 fn load(huge_pages: bool, space_manager: bool, n: usize) -> (Tree, BTreeMap<u64, u64>, usize) {
+    load_with(
+        Config {
+            huge_pages,
+            space_manager,
+            ..Config::default()
+        },
+        n,
+    )
+}
+
+fn load_with(config: Config, n: usize) -> (Tree, BTreeMap<u64, u64>, usize) {
     let before = contree::mapped_bytes();
-    let t = Tree::with_config(Config {
-        huge_pages,
-        space_manager,
-        ..Config::default()
-    })
-    .unwrap();
+    let t = Tree::with_config(config).unwrap();
     let mut oracle = BTreeMap::new();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     for _ in 0..n {
@@ -136,4 +142,27 @@ fn huge_page_extents_keep_contents_and_memory_and_go_back_when_dropped() {
     check(&t, &oracle);
     drop(t);
     assert_eq!(contree::mapped_bytes(), start);
+
+    // Larger pages: 4 segments of 16 KiB pages per extent, and 64 KiB pages, whose
+    // segments are whole extents.
+    for page_size in [16 << 10, 64 << 10] {
+        let config = Config {
+            page_size,
+            space_manager: false,
+            ..Config::default()
+        };
+        let (t, mut oracle, _) = load_with(config, 300_000);
+        if cfg!(target_os = "linux") && thp_available() {
+            assert!(t.stats().huge_extents >= 1, "{page_size}: {:?}", t.stats());
+        }
+        let keys: Vec<u64> = oracle.keys().copied().step_by(2).collect();
+        for k in keys {
+            assert!(t.remove(&k.to_be_bytes()).is_some());
+            oracle.remove(&k);
+        }
+        t.compact();
+        check(&t, &oracle);
+        drop(t);
+        assert_eq!(contree::mapped_bytes(), start, "{page_size}");
+    }
 }
