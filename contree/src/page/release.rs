@@ -26,6 +26,10 @@
 //! tree without the space manager, from a removal once the free pages exceed twice the
 //! reserve. Each page given back costs one system call per run of neighbouring pages and, at
 //! its reuse, one page fault.
+//!
+//! **Huge-page extents** (`super::extent`): a periodic release holds the free pages of an
+//! extent while they are fewer than a sixteenth of it, since giving one back splits the
+//! extent's huge page; see `sort_extents`.
 
 use super::extent::Extents;
 use super::memory::discard;
@@ -128,10 +132,12 @@ impl PagePool {
         };
         for run in retired.chunk_by(|a, b| b.0 == a.0 + 1 && together(a.0, b.0)) {
             let start = self.latch(run[0].0) as *const _ as *mut u8;
-            // SAFETY: the run is whole free pages of one segment, which the pool owns and
-            // keeps mapped (private anonymous memory from `memory::map` or the allocator's
-            // zeroed pages); `supported` checked they are whole system pages; their latches
-            // are retired, and late readers with stale ids read them only optimistically.
+            // SAFETY: the run is whole free pages of one segment, or of one huge-page extent
+            // (whose segments lie next to each other in one reservation), which the pool
+            // owns and keeps mapped (private anonymous memory from `memory::map`,
+            // `memory::reserve` or the allocator's zeroed pages); `supported` checked they
+            // are whole system pages; their latches are retired, and late readers with stale
+            // ids read them only optimistically.
             if unsafe { discard(start, run.len() * self.page_size) } {
                 for &(pid, floor) in run {
                     self.latch(pid).wake_all();
