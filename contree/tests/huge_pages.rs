@@ -39,14 +39,25 @@ fn load_with(config: Config, n: usize) -> (Tree, BTreeMap<u64, u64>, usize) {
     let before = contree::mapped_bytes();
     let t = Tree::with_config(config).unwrap();
     let mut oracle = BTreeMap::new();
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for _ in 0..n {
-        let k = xorshift(&mut x);
-        t.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
-        oracle.insert(k, k);
-    }
+    insert_random(&t, &mut oracle, &mut 0x9E37_79B9_7F4A_7C15, n, |k| k);
     let mapped = contree::mapped_bytes() - before;
     (t, oracle, mapped)
+}
+
+/// Inserts `n` random keys (from the xorshift state `x`), each with the value `value(key)`,
+/// into `t` and `oracle`.
+fn insert_random(
+    t: &Tree,
+    oracle: &mut BTreeMap<u64, u64>,
+    x: &mut u64,
+    n: usize,
+    value: impl Fn(u64) -> u64,
+) {
+    for _ in 0..n {
+        let k = xorshift(x);
+        t.insert(&k.to_be_bytes(), &value(k).to_le_bytes()).unwrap();
+        oracle.insert(k, value(k));
+    }
 }
 
 fn check(t: &Tree, oracle: &BTreeMap<u64, u64>) {
@@ -104,11 +115,9 @@ fn huge_page_extents_keep_contents_and_memory_and_go_back_when_dropped() {
     }
     check(&t, &oracle);
     // The freed pages come back into use, extents' pages first.
-    for _ in 0..100_000 {
-        let k = xorshift(&mut x);
-        t.insert(&k.to_be_bytes(), &[1; 8]).unwrap();
-        oracle.insert(k, u64::from_le_bytes([1; 8]));
-    }
+    insert_random(&t, &mut oracle, &mut x, 100_000, |_| {
+        u64::from_le_bytes([1; 8])
+    });
     check(&t, &oracle);
 
     // `compact` gives every free page back, inside extents too.
@@ -116,11 +125,9 @@ fn huge_page_extents_keep_contents_and_memory_and_go_back_when_dropped() {
     let s = t.stats();
     assert_eq!(s.bytes_free, 0, "{s:?}");
     check(&t, &oracle);
-    for _ in 0..50_000 {
-        let k = xorshift(&mut x);
-        t.insert(&k.to_be_bytes(), &[2; 8]).unwrap();
-        oracle.insert(k, u64::from_le_bytes([2; 8]));
-    }
+    insert_random(&t, &mut oracle, &mut x, 50_000, |_| {
+        u64::from_le_bytes([2; 8])
+    });
     check(&t, &oracle);
 
     drop(t);

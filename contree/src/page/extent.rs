@@ -69,8 +69,8 @@ pub(crate) struct Extents {
     first: usize,
     /// Segments per extent.
     per: usize,
-    /// Bytes per extent.
-    bytes: usize,
+    /// Bytes per segment.
+    segment_bytes: usize,
 }
 
 impl Extents {
@@ -89,7 +89,7 @@ impl Extents {
         Extents {
             first: small + full.next_multiple_of(per),
             per,
-            bytes: per * segment_bytes,
+            segment_bytes,
         }
     }
 
@@ -113,12 +113,17 @@ impl Extents {
     /// The byte offset of segment `seg` in its extent (`seg` lies in one).
     pub(crate) fn offset(&self, seg: usize) -> usize {
         let head = self.head(seg).unwrap_or(seg);
-        (seg - head) * (self.bytes / self.per)
+        (seg - head) * self.segment_bytes
     }
 
     /// Bytes of an extent.
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes
+        self.per * self.segment_bytes
+    }
+
+    /// Bytes of a segment (all segments in extents are full ones).
+    pub(crate) fn segment_bytes(&self) -> usize {
+        self.segment_bytes
     }
 
     /// Pages of an extent.
@@ -145,8 +150,8 @@ mod tests {
             let before: usize = (0..e.first).map(|s| segment_pages(s) * page_size).sum();
             assert!(before >= HUGE_AFTER, "{page_size}: {before}");
             assert!(e.first >= SMALL_SEGMENTS);
-            assert_eq!(e.bytes, memory::EXTENT, "{page_size}");
-            assert_eq!(e.pages() * page_size, e.bytes);
+            assert_eq!(e.bytes(), memory::EXTENT, "{page_size}");
+            assert_eq!(e.pages() * page_size, e.bytes());
             for s in 0..e.first {
                 assert_eq!(e.head(s), None);
                 assert!(!e.is_last(s));

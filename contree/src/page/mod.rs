@@ -7,10 +7,10 @@
 //! pages are handed out and never unmapped while the pool lives. The first segments are
 //! smaller (1, 2, 4, 8 and 16 pages; the ids past their end are never handed out), so an
 //! empty tree holds one page, not a whole segment. Past the first 4 MiB, segments are opened
-//! inside 2 MiB extents that the kernel can back with huge pages (`extent`, `segments`). Each directory entry carries the
-//! segment's page mask in the low bits of its (page-aligned) address: translation masks the
-//! page index with it, so any id, even a garbage one, lands inside its segment. The
-//! directory has two levels that both grow with the pool: a fixed table of 28 chunk
+//! inside 2 MiB extents that the kernel can back with huge pages (`extent`, `segments`).
+//! Each directory entry carries the segment's page mask in the low bits of its
+//! (page-aligned) address: translation masks the page index with it, so any id, even a
+//! garbage one, lands inside its segment. The directory has two levels that both grow with the pool: a fixed table of 28 chunk
 //! pointers inside the pool, where chunk `j` holds the pointers of the `2^j` segments
 //! `2^j - 1 .. 2^(j+1) - 1` (the chunk number is the position of the highest bit of
 //! `segment + 1`). A new tree thus maps one segment and a one-entry chunk, and a pool never
@@ -36,12 +36,12 @@
 //! operation. A new segment's memory is allocated and zeroed outside it.
 
 mod extent;
-
-pub(crate) use extent::Huge;
 mod lists;
 pub(crate) mod memory;
 mod release;
 mod segments;
+
+pub(crate) use extent::Huge;
 
 use crate::numa::topology::Resolved;
 use crate::sync::seam::{AtomicUsize, Mutex, MutexGuard};

@@ -6,7 +6,7 @@ use super::extent::Extents;
 use super::lists::FreeList;
 use super::{
     chunk_layout, locate, memory, segment_entry, segment_layout, Chunk, Exhausted, PagePool,
-    MAX_PAGES, PAGE_ALIGN, SEGMENT_PAGES, SEGMENT_SHIFT,
+    MAX_PAGES, PAGE_ALIGN, SEGMENT_SHIFT,
 };
 use std::alloc::{alloc_zeroed, dealloc};
 use std::sync::atomic::Ordering;
@@ -31,11 +31,7 @@ impl PagePool {
 
     /// Whether the segment that starts at page `first` has memory.
     pub(super) fn is_mapped(&self, first: usize) -> bool {
-        let (j, o) = locate(first >> SEGMENT_SHIFT);
-        let chunk = self.chunks[j].load(Ordering::Acquire);
-        // SAFETY: a non-null chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives
-        // as long as the pool.
-        !chunk.is_null() && !unsafe { (*chunk.add(o)).load(Ordering::Acquire) }.is_null()
+        self.segment_base(first >> SEGMENT_SHIFT).is_some()
     }
 
     /// The memory of segment `seg`, if it has some.
@@ -45,7 +41,8 @@ impl PagePool {
         if chunk.is_null() {
             return None;
         }
-        // SAFETY: as in `is_mapped`.
+        // SAFETY: a non-null chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives
+        // as long as the pool.
         let entry = unsafe { (*chunk.add(o)).load(Ordering::Acquire) };
         (!entry.is_null()).then(|| entry.map_addr(|a| a & !(PAGE_ALIGN - 1)))
     }
@@ -94,7 +91,7 @@ impl PagePool {
     /// goes with its first segment.
     pub(super) fn free_segment(&self, mem: *mut u8, seg: usize) {
         if let Some((e, head)) = self.extents.and_then(|e| Some((e, e.head(seg)?))) {
-            memory::count_mapped(segment_layout(self.page_size, seg).size(), false);
+            memory::count_mapped(e.segment_bytes(), false);
             if seg == head {
                 memory::unreserve(mem, e.bytes());
             }
@@ -182,7 +179,6 @@ impl PagePool {
         head: usize,
         node: usize,
     ) -> Result<(), Exhausted> {
-        let segment_bytes = SEGMENT_PAGES * self.page_size;
         let base = match self.segment_base(head) {
             Some(base) => base,
             None => {
@@ -191,7 +187,7 @@ impl PagePool {
                     memory::unreserve(base, e.bytes());
                     return Err(full);
                 }
-                memory::count_mapped(segment_bytes, true);
+                memory::count_mapped(e.segment_bytes(), true);
                 base
             }
         };
@@ -199,7 +195,7 @@ impl PagePool {
             // SAFETY: the segment lies inside the extent (`offset` < the extent's bytes).
             let mem = unsafe { base.add(e.offset(seg)) };
             self.publish(seg, mem, node)?;
-            memory::count_mapped(segment_bytes, true);
+            memory::count_mapped(e.segment_bytes(), true);
         }
         // The extent before this one, whose pages have settled since it filled: collapsing
         // the extent whose last pages are being written now fails on busy pages.
