@@ -17,6 +17,9 @@
 //!
 //! Every snapshot returned was valid when the next one was taken; the caller validates the
 //! last one (or its upgrade does).
+//!
+//! Point operations take lean copies of the same protocol, written out for one target (the
+//! leaf that holds a key): `point_leaf` for reads, `point_leaf_enter` for writers' leaves.
 
 use super::TreeCore;
 use crate::node::{Node, OwnerToken, TABLE_LEVEL};
@@ -231,32 +234,6 @@ impl<'t> Access<'t> for Owned<'_> {
     }
 }
 
-/// The leaves' parent a point descent stepped from (see [`TreeCore::point_leaf_to`]): the
-/// node, its snapshot and the position of the child the descent took.
-pub(crate) struct LeafParent<'t> {
-    pub node: Node,
-    pub guard: OptimisticGuard<'t>,
-    pub pos: usize,
-}
-
-/// Where [`TreeCore::point_leaf_to`] hands the leaves' parent: `()` drops it (point reads),
-/// an `Option<LeafParent>` keeps it (cursors).
-pub(crate) trait KeepParent<'t> {
-    fn keep(&mut self, node: Node, guard: OptimisticGuard<'t>, pos: usize);
-}
-
-impl KeepParent<'_> for () {
-    #[inline(always)]
-    fn keep(&mut self, _node: Node, _guard: OptimisticGuard<'_>, _pos: usize) {}
-}
-
-impl<'t> KeepParent<'t> for Option<LeafParent<'t>> {
-    #[inline(always)]
-    fn keep(&mut self, node: Node, guard: OptimisticGuard<'t>, pos: usize) {
-        *self = Some(LeafParent { node, guard, pos });
-    }
-}
-
 /// A node reached by a descent, with its optimistic snapshot.
 pub(crate) struct Visit<'t> {
     pub pid: PageId,
@@ -449,127 +426,8 @@ impl TreeCore {
         ))
     }
 
-    /// The lean descent of point reads: the leaf whose range holds `key`, with its snapshot
-    /// (the caller validates it after reading). The same protocol as [`descend`] in
-    /// [`Optimistic`] mode, written out for one purpose: the root's search and the inner
-    /// levels' search are separate inlined copies of [`Node::point_search`] (see there), a
-    /// child's level is checked to be one below its parent's (so a torn read cannot loop),
-    /// and the leaf is prefetched as soon as its page is known.
-    ///
-    /// [`descend`]: TreeCore::descend
-    #[inline(always)]
-    pub(crate) fn point_leaf(&self, key: &[u8]) -> Result<(Node, OptimisticGuard<'_>), Restart> {
-        self.point_leaf_to(key, &mut ())
-    }
-
-    /// [`point_leaf`](Self::point_leaf), handing the leaves' parent it stepped from to
-    /// `parent` (nothing where the leaf is a root), for [`sibling_leaf`](Self::sibling_leaf).
-    #[inline(always)]
-    pub(crate) fn point_leaf_to<'t>(
-        &'t self,
-        key: &[u8],
-        parent: &mut impl KeepParent<'t>,
-    ) -> Result<(Node, OptimisticGuard<'t>), Restart> {
-        reentry::check(self.id());
-        let meta = self.meta().optimistic();
-        let (mut node, latch) = self.page(self.root_id())?;
-        let mut guard = latch.optimistic();
-        meta.validate()?;
-        let mut level = node.level();
-        if level == 0 {
-            return Ok((node, guard));
-        }
-        let mut pos = node.point_search::<false>(key, self.directory())?.0;
-        // Inner levels above the leaves' parents: the loop's trip count is the tree's height
-        // less two, the same for every read, so its branch predicts.
-        while level > 1 {
-            let child = node.child(pos)?;
-            let (next, latch) = self.page(child)?;
-            let next_guard = latch.optimistic();
-            guard.validate()?;
-            (node, guard) = (next, next_guard);
-            level -= 1;
-            if node.level() != level {
-                // The child changed since its id was read, or the read was torn; or the
-                // parent was a partition table (`crate::partition`), whose children are
-                // roots of any height: then on at the partition root's level. Handled on
-                // this branch, never taken in a tree without a table, so that such a tree
-                // pays nothing for partitions.
-                if level + 1 != TABLE_LEVEL {
-                    return Err(Restart);
-                }
-                level = node.level();
-                if level >= TABLE_LEVEL - 1 {
-                    return Err(Restart);
-                }
-                if level == 0 {
-                    return Ok((node, guard));
-                }
-            }
-            pos = node.point_search::<false>(key, self.directory())?.0;
-        }
-        // The leaves' parent: the step to the leaf, peeled out of the loop so that the
-        // leaf's prefetch is no branch of its own.
-        let reached = self.step_to_leaf(node.child(pos)?, &guard);
-        parent.keep(node, guard, pos);
-        reached
-    }
-
-    /// The leaf beside the one that `parent` led to, under the same parent: its right
-    /// neighbour (`forward`) or its left one, with its snapshot taken before the parent is
-    /// validated again; `Ok(None)` when that leaf has no such neighbour under the parent.
-    /// `Restart` if the parent changed since the descent that took its snapshot.
-    ///
-    /// A validated parent is unchanged since that descent, so the leaf it led to is still
-    /// its child `pos`, and (an SMO latches parent and children together) that leaf's upper
-    /// fence is still the parent's separator `pos`: its right neighbour holds the keys
-    /// right above that fence, and its left neighbour those at and right below its lower
-    /// fence. Scans cross to the next leaf this way without a descent from the root.
-    #[inline]
-    pub(crate) fn sibling_leaf(
-        &self,
-        parent: &LeafParent<'_>,
-        forward: bool,
-    ) -> Result<Option<(Node, OptimisticGuard<'_>, usize)>, Restart> {
-        reentry::check(self.id());
-        // `count` is clamped to the page, and a position past it reads the upper child: a
-        // read under a race is memory-safe garbage that the validation below rejects.
-        let pos = if forward {
-            if parent.pos >= parent.node.count() {
-                return Ok(None);
-            }
-            parent.pos + 1
-        } else {
-            match parent.pos.checked_sub(1) {
-                Some(pos) => pos,
-                None => return Ok(None),
-            }
-        };
-        let (leaf, guard) = self.step_to_leaf(parent.node.child(pos)?, &parent.guard)?;
-        Ok(Some((leaf, guard, pos)))
-    }
-
-    /// The step from a leaves' parent, read under `parent` (a node of the tree or its copy in
-    /// a replica, `crate::numa`), to its child `child`: the leaf's snapshot, taken before
-    /// `parent` is validated; `Restart` if the parent changed or the child is no leaf.
-    #[inline(always)]
-    pub(crate) fn step_to_leaf(
-        &self,
-        child: PageId,
-        parent: &OptimisticGuard<'_>,
-    ) -> Result<(Node, OptimisticGuard<'_>), Restart> {
-        let (leaf, latch) = self.page(child)?;
-        leaf.prefetch_head();
-        let leaf_guard = latch.optimistic();
-        parent.validate()?;
-        if leaf.level() != 0 {
-            return Err(Restart);
-        }
-        Ok((leaf, leaf_guard))
-    }
-
     /// Descends to the leaf that holds `key` and latches it exclusively (waiting for it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn exclusive_leaf(&self, key: &[u8]) -> Result<(Node, ExclusiveGuard<'_>), Restart> {
         let (node, x, _) = self
             .latch_leaf(key, None)?
@@ -582,13 +440,30 @@ impl TreeCore {
     /// finger would latch the rightmost leaf, ending its line mode.
     #[inline]
     pub(crate) fn update_leaf(&self, key: &[u8]) -> Result<(Node, LeafHold<'_>), Restart> {
-        let r = self.descend(&mut Target::Key(key, 0), &ExclusiveOrLines(self))?;
-        let mut hold = r.guard;
+        let (_, node, mut hold) = self.write_leaf(key, &ExclusiveOrLines(self))?;
         if let LeafHold::Latched(x) = &mut hold {
             self.policy
-                .latched(r.node, x, &self.counters, self.numa.as_deref());
+                .latched(node, x, &self.counters, self.numa.as_deref());
         }
-        Ok((r.node, hold))
+        Ok((node, hold))
+    }
+
+    /// The leaf that holds `key`, entered in `access`'s mode: the lean descent
+    /// ([`point_leaf_enter`](Self::point_leaf_enter)), or the generic one where a partition
+    /// table lies on the way.
+    #[inline(always)]
+    fn write_leaf<'t, A: Access<'t>>(
+        &'t self,
+        key: &[u8],
+        access: &A,
+    ) -> Result<(PageId, Node, A::Guard), Restart> {
+        match self.point_leaf_enter(key, access)? {
+            Some(found) => Ok(found),
+            None => {
+                let r = self.descend(&mut Target::Key(key, 0), access)?;
+                Ok((r.pid, r.node, r.guard))
+            }
+        }
     }
 
     /// [`exclusive_leaf`](Self::exclusive_leaf), or, where the leaf's latch is taken,
@@ -627,11 +502,11 @@ impl TreeCore {
         let (node, mut guard, at_end) = match finger {
             Some(found) => found,
             None => {
-                let r = self.descend(&mut Target::Key(key, 0), &Exclusive(self, request))?;
-                if r.pid == self.rightmost_leaf() {
+                let (pid, node, guard) = self.write_leaf(key, &Exclusive(self, request))?;
+                if pid == self.rightmost_leaf() {
                     self.set_appending(true);
                 }
-                (r.node, r.guard, false)
+                (node, guard, false)
             }
         };
         self.policy

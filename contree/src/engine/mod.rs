@@ -22,6 +22,7 @@
 
 pub(crate) mod descent;
 mod phases;
+mod point;
 
 use crate::blob::Place;
 use crate::config::Config;
@@ -35,9 +36,8 @@ use crate::sync::seam::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Or
 use crate::sync::{Backoff, Counter, HybridLatch, Restart, StripedCounters};
 use std::sync::Arc;
 
-pub(crate) use descent::{
-    Above, LeafParent, OptimisticNoWait, RandomRoute, RootSlot, Target, Visit,
-};
+pub(crate) use descent::{Above, OptimisticNoWait, RandomRoute, RootSlot, Target, Visit};
+pub(crate) use point::LeafParent;
 
 /// The words every operation reads, on cache lines of their own.
 #[repr(align(128))]

@@ -1,5 +1,5 @@
 //! Eunomia's two phases for point reads (`eunomia-contended-index.md` §4): the **index
-//! phase** (the optimistic descent to the leaf, `descent::point_leaf`) and the **leaf phase**
+//! phase** (the optimistic descent to the leaf, `point::point_leaf`) and the **leaf phase**
 //! (the search and copy in that leaf, then its validation). A conflict in the leaf phase (a
 //! writer changed the leaf while it was read) runs only the leaf phase again, on the same
 //! leaf, unless the leaf may no longer be the one that holds the key; only then does the read

@@ -106,14 +106,27 @@ impl Node {
         if HEADER + count * SLOT > self.page_size() {
             return Err(Restart);
         }
-        let mut left = left_end * SLOT;
-        for i in 0..left_end {
+        // The bytes of the left half's entries (slots and heap), summed over the shorter
+        // side: an append split (left half all but nothing) sums none; a middle split
+        // half. Every entry lies in `all`, so the other side is the difference.
+        let all = count * SLOT + self.entry_heap_bytes();
+        let (from, to) = if left_end <= count - left_end {
+            (0, left_end)
+        } else {
+            (left_end, count)
+        };
+        let mut part = (to - from) * SLOT;
+        for i in from..to {
             // SAFETY: `i < count`, and the slots of all `count` entries end inside the page
             // (checked above).
-            left += self.heap_len_at(unsafe { self.slot_offset(i) })?;
+            part += self.heap_len_at(unsafe { self.slot_offset(i) })?;
         }
+        let left = if from == 0 {
+            part
+        } else {
+            all.checked_sub(part).ok_or(Restart)?
+        };
         let sep = self.entry(sep_pos)?;
-        let all = count * SLOT + self.entry_heap_bytes();
         let right = all
             .checked_sub(left)
             .and_then(|r| {
