@@ -78,6 +78,7 @@ impl<'g> NodeMut<'g> {
 
     /// The value bytes of entry `i` as the page stores them (the stub of an out-of-line
     /// value), writable.
+    #[inline]
     pub(crate) fn value_mut(&mut self, i: usize) -> &mut [u8] {
         let e = self.node.entry(i).expect("entry of a writable node");
         // SAFETY: the write capability `self` borrows excludes every other writer of the
