@@ -521,6 +521,9 @@ impl<'a> OptimisticGuard<'a> {
 
     /// Turns the read into an exclusive latch if nothing changed since the snapshot; waits
     /// for shared holders to leave. Fails with `Restart` if a writer came in between.
+    // Inline: the append finger's upgrade was a call, 765 -> 739 instructions per append
+    // inlined (callgrind).
+    #[inline]
     pub fn upgrade_exclusive(self) -> Result<ExclusiveGuard<'a>, Restart> {
         let latch = self.latch;
         let mut slow_path = self.slow_path;
