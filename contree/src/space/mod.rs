@@ -42,8 +42,9 @@ impl Tree {
     /// Within every parent, groups of up to [`Config::xmerge_group`](crate::Config::xmerge_group)
     /// neighbouring children whose free space adds up to a page are packed into one node
     /// fewer, from right to left, so that afterwards nearly every node is full. Nodes that
-    /// another thread holds latched and non-empty leaves that Contention Split marked hot
-    /// (for a few of its counting periods) are skipped,
+    /// another thread holds latched, leaves in line mode
+    /// ([`Config::line_mode`](crate::Config::line_mode)) and non-empty leaves that Contention
+    /// Split marked hot (for a few of its counting periods) are skipped,
     /// so `compact` never waits and may run beside other operations. Freed pages stop
     /// counting in [`Stats::bytes_allocated`](crate::Stats::bytes_allocated); with
     /// [`Config::return_memory`](crate::Config::return_memory) (the default, on Linux) the

@@ -166,7 +166,9 @@ impl TreeCore {
         if node.level() != level {
             return Err(Restart);
         }
-        if !LeafPolicies::may_merge(&node) {
+        // A leaf in line mode (`sync::lines`) is hot: left alone, as leaves Contention Split
+        // marked hot are (latching it would end the mode).
+        if guard.lines() || !LeafPolicies::may_merge(&node) {
             return Ok(None);
         }
         Ok(Some(Member { pid, node, guard }))

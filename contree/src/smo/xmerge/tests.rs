@@ -374,3 +374,42 @@ fn spreading_gives_up_when_the_target_is_latched() {
     }
     assert_same(&t, &oracle);
 }
+
+/// The space manager's work leaves a leaf in line mode (`sync::lines`) in line mode: its fill
+/// samples validate what they read (the header) as a line-mode reader does, which a value
+/// changed in place cannot fail, and XMerge passes such a leaf over, as it passes over leaves
+/// Contention Split marked hot. A full validation of a line-mode snapshot always fails and
+/// ends the mode; the sampler's did, so every sample that landed on a hot leaf switched it
+/// back (issue 14's finding: hot leaves of small or low-fill trees kept leaving line mode).
+#[test]
+fn the_space_managers_work_leaves_line_mode_on() {
+    let t = tree(Config {
+        line_mode: crate::LineMode::Always,
+        ..Config::default()
+    });
+    let oracle = fill_random(&t, 3_000, 11);
+    // Low fill, so that random groups have something to merge.
+    let mut oracle = oracle;
+    let keys: Vec<Vec<u8>> = oracle.keys().cloned().collect();
+    for k in keys.iter().step_by(3).chain(keys.iter().skip(1).step_by(3)) {
+        t.remove(k);
+        oracle.remove(k);
+    }
+    let hot = keys[2].clone();
+    assert!(t.update_with(&hot, |v| v[0] ^= 1).is_some());
+    oracle.get_mut(&hot).unwrap()[0] ^= 1;
+    let before = t.stats();
+    assert_eq!(before.hot_leaves, 1, "{before:?}");
+    let mut rng = Rng::new(7);
+    for _ in 0..2_000 {
+        t.core.optimistic_sample_fill(&mut rng, 16);
+    }
+    let freed: usize = (0..2_000)
+        .map(|_| t.core.optimistic_xmerge_random(&mut rng))
+        .sum();
+    let after = t.stats();
+    assert!(freed > 0, "random groups were merged: {after:?}");
+    assert_eq!(after.hot_leaves, 1, "{after:?}");
+    assert_eq!(after.line_exits, before.line_exits, "{after:?}");
+    assert_same(&t, &oracle);
+}
