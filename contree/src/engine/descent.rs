@@ -292,7 +292,7 @@ impl TreeCore {
         reentry::check(self.id());
         let meta = Self::inner_snapshot::<A>(self.meta())?;
         let pid = self.root_id();
-        let (node, latch) = self.page(pid)?;
+        let (node, latch) = self.root_page();
         let guard = Self::inner_snapshot::<A>(latch)?;
         meta.validate()?;
         if node.level() == TABLE_LEVEL {
@@ -537,7 +537,7 @@ impl TreeCore {
         // The finger is a descent too: a call from a closure that holds a latch of this tree
         // (the rightmost leaf's, it may be) must panic, not wait for itself.
         reentry::check(self.id());
-        let (node, latch) = self.page(self.rightmost_leaf())?;
+        let (node, latch) = self.rightmost_page();
         let hand_over = || match request {
             Some(r) => {
                 self.policy.latch_busy();

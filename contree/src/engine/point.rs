@@ -60,7 +60,7 @@ impl TreeCore {
     ) -> Result<(Node, OptimisticGuard<'t>), Restart> {
         reentry::check(self.id());
         let meta = self.meta().optimistic();
-        let (mut node, latch) = self.page(self.root_id())?;
+        let (mut node, latch) = self.root_page();
         let mut guard = latch.optimistic();
         meta.validate()?;
         let mut level = node.level();
@@ -123,7 +123,7 @@ impl TreeCore {
         reentry::check(self.id());
         let meta = self.meta().optimistic();
         let pid = self.root_id();
-        let (mut node, latch) = self.page(pid)?;
+        let (mut node, latch) = self.root_page();
         let mut guard = latch.optimistic();
         meta.validate()?;
         let mut level = node.level();
