@@ -87,6 +87,17 @@ impl<'g> NodeMut<'g> {
         unsafe { self.node.page.slice_mut(e.value_off, e.value_len) }
     }
 
+    /// [`value_mut`](Self::value_mut) of an inline value that a search under this
+    /// capability located (its [`ValueHint`](super::ValueHint), exact here: no other thread
+    /// writes the page); without a hint, as `value_mut`.
+    #[inline]
+    pub(crate) fn value_mut_hinted(&mut self, i: usize, hint: super::ValueHint) -> &mut [u8] {
+        match hint.get() {
+            Some((off, len)) => self.bytes_mut(off, len),
+            None => self.value_mut(i),
+        }
+    }
+
     #[inline]
     pub(super) fn bytes_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
         // SAFETY: the write capability excludes other writers and optimistic readers never

@@ -77,6 +77,32 @@ use std::mem::MaybeUninit;
 /// children are roots of any height. Only the root prologue of the descent passes it.
 pub(crate) const TABLE_LEVEL: u16 = u16::MAX;
 
+/// Where a search that found its key read that entry's value to be: its offset and length
+/// in the page, inline (not a stub). `None` when the search did not decode the entry's
+/// length header (a long suffix); then the reader decodes it with [`Node::entry`]. Read
+/// optimistically, it is garbage under a race like everything else, and whoever reads the
+/// value through it checks the range against the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ValueHint(u64);
+
+impl ValueHint {
+    /// No hint.
+    pub(crate) const NONE: ValueHint = ValueHint(u64::MAX);
+
+    /// The value at `off`, `len` bytes long (both below 2^32: offsets in a page; packed in
+    /// one word, so that the hint travels in a register).
+    #[inline(always)]
+    pub(crate) fn at(off: usize, len: usize) -> ValueHint {
+        ValueHint((off as u64) << 32 | len as u64 & 0xFFFF_FFFF)
+    }
+
+    /// The value's offset and length, if hinted.
+    #[inline(always)]
+    pub(crate) fn get(self) -> Option<(usize, usize)> {
+        (self != Self::NONE).then_some(((self.0 >> 32) as usize, self.0 as u32 as usize))
+    }
+}
+
 pub(crate) const HEADER: usize = 64;
 pub(crate) const SLOT: usize = 6;
 /// Bytes at the start of a leaf that the descent prefetches as soon as it knows the leaf's
@@ -652,8 +678,19 @@ impl Node {
 
     /// A copy of the value of entry `i`; an out-of-line value is read through `dir` (and
     /// is, like everything an optimistic reader copies, garbage until the leaf validates).
+    /// `hint` is the search's [`ValueHint`] for entry `i` (or `None`).
     #[inline]
-    pub(crate) fn value(&self, i: usize, dir: &Directory) -> Result<Vec<u8>, Restart> {
+    pub(crate) fn value(
+        &self,
+        i: usize,
+        hint: ValueHint,
+        dir: &Directory,
+    ) -> Result<Vec<u8>, Restart> {
+        if let Some((value_off, value_len)) = hint.get() {
+            let mut out = Vec::with_capacity(value_len);
+            self.page.append_to(value_off, value_len, &mut out)?;
+            return Ok(out);
+        }
         let e = self.entry(i)?;
         if e.stub {
             let mut out = Vec::new();
@@ -671,9 +708,13 @@ impl Node {
     pub(crate) fn append_value(
         &self,
         i: usize,
+        hint: ValueHint,
         out: &mut Vec<u8>,
         dir: &Directory,
     ) -> Result<(), Restart> {
+        if let Some((value_off, value_len)) = hint.get() {
+            return self.page.append_to(value_off, value_len, out);
+        }
         let e = self.entry(i)?;
         if e.stub {
             let stub = self.stub_at(&e)?.ok_or(Restart)?;
@@ -684,15 +725,25 @@ impl Node {
 
     /// Copies the value of entry `i` into the front of `buf` (initialising those bytes)
     /// and returns its length, or `None` (copying nothing) if it is longer than `buf` or
-    /// out of line.
+    /// out of line. `hint` is the search's [`ValueHint`] for entry `i` (or `None`).
     #[inline]
     pub(crate) fn copy_value(
         &self,
         i: usize,
+        hint: ValueHint,
         buf: &mut [MaybeUninit<u8>],
     ) -> Result<Option<usize>, Restart> {
-        let e = self.entry(i)?;
-        if e.stub || e.value_len > buf.len() {
+        let (value_off, value_len) = match hint.get() {
+            Some(at) => at,
+            None => {
+                let e = self.entry(i)?;
+                if e.stub {
+                    return Ok(None);
+                }
+                (e.value_off, e.value_len)
+            }
+        };
+        if value_len > buf.len() {
             return Ok(None);
         }
         // SAFETY: `buf` is valid for `value_len <= buf.len()` bytes of writes (any bytes
@@ -700,9 +751,9 @@ impl Node {
         // page; `copy_to_ptr` checks the source range against the page.
         unsafe {
             self.page
-                .copy_to_ptr(e.value_off, e.value_len, buf.as_mut_ptr().cast())?;
+                .copy_to_ptr(value_off, value_len, buf.as_mut_ptr().cast())?;
         }
-        Ok(Some(e.value_len))
+        Ok(Some(value_len))
     }
 
     /// The child id at slot `i` of an inner node (or `upper_child` for `i == count`).

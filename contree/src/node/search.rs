@@ -3,7 +3,8 @@
 
 use super::raw::be_word;
 use super::{
-    head_of, long_key_len, Node, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN, OFF_UPPER, OFF_UPPER_LEN,
+    head_of, long_key_len, Node, ValueHint, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN, OFF_UPPER,
+    OFF_UPPER_LEN,
 };
 use crate::long_key;
 use crate::page::Directory;
@@ -14,7 +15,9 @@ impl Node {
     /// Compares the suffix of entry `i` with `suffix` whose head is `head`; `rest` is
     /// `rest_word(suffix)`, `long` the suffix length of a long key's stored form in this
     /// node (see [`long_key_len`]), whose blob is read through `dir` when the inline bytes
-    /// tie.
+    /// tie. With an equal suffix, the entry's [`ValueHint`] when the comparison decoded its
+    /// length header (short suffixes; callers that do not use it pay nothing, the function
+    /// being inlined).
     #[inline(always)]
     fn cmp_entry(
         &self,
@@ -24,11 +27,11 @@ impl Node {
         rest: Option<u64>,
         long: usize,
         dir: &Directory,
-    ) -> Result<Ordering, Restart> {
+    ) -> Result<(Ordering, ValueHint), Restart> {
         // SAFETY: callers pass `i` below the count read in `lower_bound`.
         let h = unsafe { self.slot_head(i) };
         if h != head {
-            return Ok(h.cmp(&head));
+            return Ok((h.cmp(&head), ValueHint::NONE));
         }
         // SAFETY: as above.
         let off = unsafe { self.slot_offset(i) };
@@ -40,38 +43,42 @@ impl Node {
                 // other bytes, masked off.
                 // SAFETY: `off + 6 <= size`, checked above.
                 let [b, v, r @ ..] = unsafe { self.page.array_at::<6>(off) };
+                // (suffix length, rest bytes, header length, value length)
                 let short = if b < 0x80 {
-                    Some(((b >> 4) as usize, [v, r[0], r[1], r[2]]))
+                    Some((
+                        (b >> 4) as usize,
+                        [v, r[0], r[1], r[2]],
+                        1,
+                        (b & 0x0F) as usize,
+                    ))
                 } else if b < 0xC0 && b & 0x3F <= 8 {
-                    Some(((b & 0x3F) as usize, r))
+                    Some(((b & 0x3F) as usize, r, 2, v as usize))
                 } else {
                     None
                 };
-                if let Some((len, r)) = short {
+                if let Some((len, r, h, value_len)) = short {
                     let keep = !(u64::MAX >> (8 * len.saturating_sub(4)));
                     let w = ((u32::from_be_bytes(r) as u64) << 32) & keep;
                     // Equal heads: the words beyond the heads (zero for a suffix of four
                     // bytes or fewer), then the lengths, order the suffixes.
-                    return Ok((w, len).cmp(&(kw, suffix.len())));
+                    let order = (w, len).cmp(&(kw, suffix.len()));
+                    // A short header never flags a stub: the value is inline, after the
+                    // header and the suffix's rest.
+                    let at = off + h + len.saturating_sub(4);
+                    return Ok((order, ValueHint::at(at, value_len)));
                 }
             }
         }
         let e = self.entry(i)?;
-        if e.suffix_len == long {
-            return long_key::compare_stored(
-                self.raw(),
-                e.rest_off,
-                e.suffix_len - 4,
-                4,
-                suffix,
-                dir,
-            );
-        }
-        if e.suffix_len < 4 || suffix.len() < 4 {
-            return Ok(e.suffix_len.cmp(&suffix.len()));
-        }
-        self.raw()
-            .compare(e.rest_off, e.suffix_len - 4, &suffix[4..])
+        let order = if e.suffix_len == long {
+            long_key::compare_stored(self.raw(), e.rest_off, e.suffix_len - 4, 4, suffix, dir)?
+        } else if e.suffix_len < 4 || suffix.len() < 4 {
+            e.suffix_len.cmp(&suffix.len())
+        } else {
+            self.raw()
+                .compare(e.rest_off, e.suffix_len - 4, &suffix[4..])?
+        };
+        Ok((order, ValueHint::NONE))
     }
 
     /// Whether `key` lies above the lower fence (always, when there is none); a long fence
@@ -123,6 +130,17 @@ impl Node {
         key: &[u8],
         dir: &Directory,
     ) -> Result<(usize, bool), Restart> {
+        let (pos, found, _) = self.search::<true>(key, false, dir)?;
+        Ok((pos, found))
+    }
+
+    /// [`lower_bound`](Self::lower_bound), with the found entry's [`ValueHint`].
+    #[inline(always)]
+    pub(crate) fn lower_bound_hinted(
+        &self,
+        key: &[u8],
+        dir: &Directory,
+    ) -> Result<(usize, bool, ValueHint), Restart> {
         self.search::<true>(key, false, dir)
     }
 
@@ -150,7 +168,7 @@ impl Node {
         }
         let suffix = &key[plen..];
         let long = long_key_len(self.page_size()).wrapping_sub(plen);
-        let last = self.cmp_entry(
+        let (last, _) = self.cmp_entry(
             count - 1,
             head_of(suffix),
             suffix,
@@ -175,21 +193,34 @@ impl Node {
         key: &[u8],
         dir: &Directory,
     ) -> Result<(usize, bool), Restart> {
-        self.search::<false>(key, LEAF, dir)
+        let (pos, found, _) = self.search::<false>(key, LEAF, dir)?;
+        Ok((pos, found))
+    }
+
+    /// [`point_search`](Self::point_search) of a leaf, with the found entry's
+    /// [`ValueHint`]: point reads copy the value from it without decoding the entry again.
+    #[inline(always)]
+    pub(crate) fn point_search_hinted(
+        &self,
+        key: &[u8],
+        dir: &Directory,
+    ) -> Result<(usize, bool, ValueHint), Restart> {
+        self.search::<false>(key, true, dir)
     }
 
     /// [`lower_bound`](Self::lower_bound), with the append shortcut if `APPEND`; `prefetch`
     /// says whether to prefetch the lines of the first probes: point reads of a leaf, whose
     /// descent prefetched its first kilobyte. Writers do not (their descent prefetches
     /// nothing either: a writer's leaf is often in cache); in writers' searches the
-    /// prefetches cost `append` 34 instructions per insert (callgrind, 1165 -> 1199).
+    /// prefetches cost `append` 34 instructions per insert (callgrind, 1165 -> 1199). A found
+    /// key comes with its entry's [`ValueHint`] where the comparison decoded it.
     #[inline(always)]
     fn search<const APPEND: bool>(
         &self,
         key: &[u8],
         prefetch: bool,
         dir: &Directory,
-    ) -> Result<(usize, bool), Restart> {
+    ) -> Result<(usize, bool, ValueHint), Restart> {
         let plen = self.prefix_len();
         let count = self.count();
         if plen > 0 && !self.prefix_is_guaranteed() {
@@ -197,8 +228,8 @@ impl Node {
             // them.
             match self.key_vs_prefix(key)? {
                 Ordering::Equal => {}
-                Ordering::Less => return Ok((0, false)),
-                Ordering::Greater => return Ok((count, false)),
+                Ordering::Less => return Ok((0, false, ValueHint::NONE)),
+                Ordering::Greater => return Ok((count, false, ValueHint::NONE)),
             }
         } else if key.len() < plen {
             // Only possible under a race or for a key outside the node's fences.
@@ -210,7 +241,7 @@ impl Node {
         // prefix cap, below it).
         let long = long_key_len(self.page_size()).wrapping_sub(plen);
         if count == 0 {
-            return Ok((0, false));
+            return Ok((0, false, ValueHint::NONE));
         }
         if prefetch {
             // The descent already prefetched the first `DESCENT_PREFETCH` bytes. In a leaf
@@ -232,9 +263,9 @@ impl Node {
         // check would cost a comparison at every level of every descent.
         if APPEND && !self.has_upper_fence() {
             match self.cmp_entry(count - 1, head, suffix, rest_word(suffix), long, dir)? {
-                Ordering::Less => return Ok((count, false)),
-                Ordering::Equal => return Ok((count - 1, true)),
-                Ordering::Greater => {}
+                (Ordering::Less, _) => return Ok((count, false, ValueHint::NONE)),
+                (Ordering::Equal, hint) => return Ok((count - 1, true, hint)),
+                (Ordering::Greater, _) => {}
             }
         }
         // Heads decide most comparisons: find the run of slots whose head equals the key's.
@@ -242,7 +273,7 @@ impl Node {
         // SAFETY: `lo < count` (checked first), and `count` is a value `count()` returned,
         // so below `max_slots()`.
         if lo == count || unsafe { self.slot_head(lo) } != head {
-            return Ok((lo, false));
+            return Ok((lo, false, ValueHint::NONE));
         }
         // SAFETY: `lo + 1 < count` here.
         let mut hi = if lo + 1 == count || unsafe { self.slot_head(lo + 1) } != head {
@@ -257,12 +288,12 @@ impl Node {
         while lo < hi {
             let mid = (lo + hi) / 2;
             match self.cmp_entry(mid, head, suffix, rest, long, dir)? {
-                Ordering::Less => lo = mid + 1,
-                Ordering::Greater => hi = mid,
-                Ordering::Equal => return Ok((mid, true)),
+                (Ordering::Less, _) => lo = mid + 1,
+                (Ordering::Greater, _) => hi = mid,
+                (Ordering::Equal, hint) => return Ok((mid, true, hint)),
             }
         }
-        Ok((lo, false))
+        Ok((lo, false, ValueHint::NONE))
     }
 
     /// The first slot in `from..to` whose head is `>= head` (branch-free binary search);

@@ -6,7 +6,7 @@ use super::*;
 /// The value of entry `i` of `n`, which holds inline values only.
 fn value_of(n: &Node, i: usize) -> Vec<u8> {
     let pool = crate::page::PagePool::new(4096, 4096, false);
-    n.value(i, &Directory::of(&pool)).unwrap()
+    n.value(i, ValueHint::NONE, &Directory::of(&pool)).unwrap()
 }
 
 fn insert(n: &mut NodeMut, key: &[u8], value: &[u8]) -> bool {
@@ -101,6 +101,61 @@ fn searches_match_a_linear_scan_at_every_count() {
         assert!(insert(&mut n, &k, &[1]));
         all.push(k);
     }
+}
+
+/// The value hint of a search that found its key (`ValueHint`) locates exactly the value
+/// that `entry` decodes, for every length-header form (one byte, two bytes, the long form,
+/// where no hint is given) and suffixes shorter and longer than a head; a missing key gets
+/// no hint.
+#[test]
+fn value_hints_locate_the_found_value() {
+    let mut p = Scratch::new(65536);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    let mut hinted = 0;
+    let mut stored = Vec::new();
+    for (i, suffix_len) in [0usize, 1, 3, 4, 5, 7, 8, 9, 12, 40, 63, 64, 70]
+        .iter()
+        .enumerate()
+    {
+        for (j, value_len) in [0usize, 1, 8, 15, 16, 200, 255, 256, 300]
+            .iter()
+            .enumerate()
+        {
+            let mut key = vec![(i * 16 + j) as u8];
+            key.extend((0..*suffix_len).map(|b| b as u8 ^ 0x5A));
+            let value: Vec<u8> = (0..*value_len).map(|b| (b + i + j) as u8).collect();
+            assert!(insert(&mut n, &key, &value));
+            stored.push((key, value));
+        }
+    }
+    for (key, value) in &stored {
+        let (pos, found, hint) = n.point_search_hinted(key, &test_dir()).unwrap();
+        assert!(found);
+        assert_eq!(
+            n.lower_bound_hinted(key, &test_dir()).unwrap(),
+            (pos, true, hint)
+        );
+        let e = n.entry(pos).unwrap();
+        if let Some((off, len)) = hint.get() {
+            hinted += 1;
+            assert!(!e.stub);
+            assert_eq!((off, len), (e.value_off, e.value_len), "{key:?}");
+        }
+        assert_eq!(&value_of(&n, pos), value);
+        let mut buf = [std::mem::MaybeUninit::new(0u8); 512];
+        let len = n.copy_value(pos, hint, &mut buf).unwrap().unwrap();
+        // SAFETY: `copy_value` initialised the first `len` bytes (they were initialised
+        // anyway).
+        let copied = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), len) };
+        assert_eq!(copied, &value[..]);
+        let mut missing = key.clone();
+        missing.push(0xFF);
+        let (_, found, hint) = n.point_search_hinted(&missing, &test_dir()).unwrap();
+        assert!(!found && hint == ValueHint::NONE);
+    }
+    // Short suffixes with short values take the hint (the integer keys of the ruler).
+    assert!(hinted >= 30, "only {hinted} hinted");
 }
 
 #[test]

@@ -113,13 +113,18 @@ impl Tree {
             let latch = x.latch_addr();
             let slow_path = x.slow_path();
             let mut node = NodeMut::new(node, &mut x);
-            let (pos, found) = node.lower_bound(key, core.directory())?;
+            let (pos, found, hint) = node.lower_bound_hinted(key, core.directory())?;
             if !found {
                 return Ok(Some(None));
             }
             let mark = InClosure::enter(core.id(), "update_with");
-            let (out, inline) = match node.stub(pos)? {
-                None => (f.take().map(|f| f(node.value_mut(pos))), true),
+            // A hinted value is inline: no stub to look for.
+            let stub = match hint.get() {
+                Some(_) => None,
+                None => node.stub(pos)?,
+            };
+            let (out, inline) = match stub {
+                None => (f.take().map(|f| f(node.value_mut_hinted(pos, hint))), true),
                 Some(stub) => {
                     // Out of line: the closure changes a copy, written back in place.
                     let mut value = core.blob_value(stub);

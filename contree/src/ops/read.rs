@@ -1,6 +1,6 @@
 //! Point reads: optimistic, validated, never writing to shared memory.
 
-use crate::node::Node;
+use crate::node::{Node, ValueHint};
 use crate::ops::lines::LineRead;
 use crate::side::Side;
 use crate::sync::{OptimisticGuard, Restart};
@@ -48,14 +48,14 @@ impl Tree {
         &self,
         key: &[u8],
         ctx: &mut C,
-        mut read: impl FnMut(&mut C, Node, usize, bool) -> Result<T, Restart>,
+        mut read: impl FnMut(&mut C, Node, usize, bool, ValueHint) -> Result<T, Restart>,
         mut from_side: impl FnMut(&mut C, Option<&[u8]>) -> T,
     ) -> T {
         let side = &self.core.side;
         if Side::any(side.state()) {
             while let Some(range) = side.range_of(key) {
                 let got = self.side_read(&range, key, ctx, &mut from_side, |ctx| {
-                    self.read_tree::<NUMA, T>(key, |l, p, f| read(ctx, l, p, f))
+                    self.read_tree::<NUMA, T>(key, |l, p, f, h| read(ctx, l, p, f, h))
                 });
                 if let Some(out) = got {
                     return out;
@@ -63,7 +63,7 @@ impl Tree {
                 // The range was merged meanwhile: look again.
             }
         }
-        self.read_tree::<NUMA, T>(key, |l, p, f| read(ctx, l, p, f))
+        self.read_tree::<NUMA, T>(key, |l, p, f, h| read(ctx, l, p, f, h))
     }
 
     /// [`read_point`](Self::read_point) of the tree alone.
@@ -71,7 +71,7 @@ impl Tree {
     pub(crate) fn read_tree<const NUMA: bool, T>(
         &self,
         key: &[u8],
-        read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
+        read: impl FnMut(Node, usize, bool, ValueHint) -> Result<T, Restart>,
     ) -> T {
         let core = &*self.core;
         if NUMA {
@@ -91,7 +91,7 @@ impl Tree {
     fn read_tree_numa<T>(
         &self,
         key: &[u8],
-        read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
+        read: impl FnMut(Node, usize, bool, ValueHint) -> Result<T, Restart>,
     ) -> T {
         let numa = self.core.numa.as_deref().expect("a tree with NUMA state");
         self.read_with(key, read, || self.core.numa_leaf(numa, key))
@@ -104,7 +104,7 @@ impl Tree {
     fn read_with<'t, T>(
         &'t self,
         key: &[u8],
-        mut read: impl FnMut(Node, usize, bool) -> Result<T, Restart>,
+        mut read: impl FnMut(Node, usize, bool, ValueHint) -> Result<T, Restart>,
         mut index_phase: impl FnMut() -> Result<(u64, Node, OptimisticGuard<'t>), Restart>,
     ) -> T {
         let core = &*self.core;
@@ -112,17 +112,17 @@ impl Tree {
             // A leaf in line mode never validates (`sync::lines`): a read of it checks the
             // stretch versions of its value instead, and the leaf's keys; its mark bits may
             // answer for an absent key (`sync::ccm`).
-            let (pos, found, in_lines) = match guard.lines() {
+            let (pos, found, hint, in_lines) = match guard.lines() {
                 false => {
-                    let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
-                    (pos, found, None)
+                    let (pos, found, hint) = leaf.point_search_hinted(key, core.directory())?;
+                    (pos, found, hint, None)
                 }
                 true => {
                     let (pos, found, check) = LineRead::begin(core, leaf, guard.latch(), key)?;
-                    (pos, found, Some(check))
+                    (pos, found, ValueHint::NONE, Some(check))
                 }
             };
-            let out = read(leaf, pos, found)?;
+            let out = read(leaf, pos, found, hint)?;
             match in_lines {
                 None => guard.validate()?,
                 Some(check) => {
@@ -156,8 +156,8 @@ impl Tree {
     #[inline(always)]
     fn tree_get_in<const NUMA: bool>(&self, key: &[u8]) -> Option<Vec<u8>> {
         let dir = self.core.directory();
-        self.read_tree::<NUMA, _>(key, |leaf, pos, found| {
-            found.then(|| leaf.value(pos, dir)).transpose()
+        self.read_tree::<NUMA, _>(key, |leaf, pos, found, hint| {
+            found.then(|| leaf.value(pos, hint, dir)).transpose()
         })
     }
 
@@ -182,7 +182,7 @@ impl Tree {
         self.read_point::<NUMA, _, _>(
             key,
             &mut (),
-            |_, leaf, pos, found| found.then(|| leaf.value(pos, dir)).transpose(),
+            |_, leaf, pos, found, hint| found.then(|| leaf.value(pos, hint, dir)).transpose(),
             |_, v| v.map(<[u8]>::to_vec),
         )
     }
@@ -218,10 +218,10 @@ impl Tree {
         self.read_point::<NUMA, _, _>(
             key,
             out,
-            |out, leaf, pos, found| {
+            |out, leaf, pos, found, hint| {
                 out.clear();
                 if found {
-                    leaf.append_value(pos, out, dir)?;
+                    leaf.append_value(pos, hint, out, dir)?;
                 }
                 Ok(found)
             },
@@ -247,7 +247,12 @@ impl Tree {
 
     #[inline(always)]
     fn contains_key_in<const NUMA: bool>(&self, key: &[u8]) -> bool {
-        self.read_point::<NUMA, _, _>(key, &mut (), |_, _, _, found| Ok(found), |_, v| v.is_some())
+        self.read_point::<NUMA, _, _>(
+            key,
+            &mut (),
+            |_, _, _, found, _| Ok(found),
+            |_, v| v.is_some(),
+        )
     }
 
     /// Runs `f` on the value bytes of `key`; returns what it returns, or `None` if the key
@@ -272,9 +277,10 @@ impl Tree {
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         // Not zeroed: a value is copied over its front (the stack buffer costs nothing).
         let mut buf = [MaybeUninit::<u8>::uninit(); GET_WITH_INLINE];
-        let read = |buf: &mut [MaybeUninit<u8>; GET_WITH_INLINE], leaf: Node, pos, found: bool| {
-            found.then(|| leaf.copy_value(pos, buf)).transpose()
-        };
+        let read =
+            |buf: &mut [MaybeUninit<u8>; GET_WITH_INLINE], leaf: Node, pos, found: bool, hint| {
+                found.then(|| leaf.copy_value(pos, hint, buf)).transpose()
+            };
         let from_side = |buf: &mut [MaybeUninit<u8>; GET_WITH_INLINE], v: Option<&[u8]>| {
             v.map(|v| {
                 let dst = buf.get_mut(..v.len())?;
