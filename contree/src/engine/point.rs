@@ -67,11 +67,10 @@ impl TreeCore {
         if level == 0 {
             return Ok((node, guard));
         }
-        let mut pos = node.point_search::<false>(key, self.directory())?.0;
+        let (mut pos, mut child) = node.point_child(key, self.directory())?;
         // Inner levels above the leaves' parents: the loop's trip count is the tree's height
         // less two, the same for every read, so its branch predicts.
         while level > 1 {
-            let child = node.child(pos)?;
             let (next, latch) = self.page(child)?;
             let next_guard = latch.optimistic();
             guard.validate()?;
@@ -94,11 +93,11 @@ impl TreeCore {
                     return Ok((node, guard));
                 }
             }
-            pos = node.point_search::<false>(key, self.directory())?.0;
+            (pos, child) = node.point_child(key, self.directory())?;
         }
         // The leaves' parent: the step to the leaf, peeled out of the loop so that the
         // leaf's prefetch is no branch of its own.
-        let reached = self.step_to_leaf(node.child(pos)?, &guard);
+        let reached = self.step_to_leaf(child, &guard);
         parent.keep(node, guard, pos);
         reached
     }
@@ -142,11 +141,11 @@ impl TreeCore {
         if level == TABLE_LEVEL {
             return Ok(None);
         }
-        let mut pos = node.point_search::<false>(key, self.directory())?.0;
+        let mut child = node.point_child(key, self.directory())?.1;
         // The step is `point_leaf_to`'s, written out again: as a shared helper it cost
         // `get_with` 4 and `update_with` 13 instructions (callgrind).
         while level > 1 {
-            let (next, latch) = self.page(node.child(pos)?)?;
+            let (next, latch) = self.page(child)?;
             let next_guard = latch.optimistic();
             guard.validate()?;
             (node, guard) = (next, next_guard);
@@ -156,9 +155,8 @@ impl TreeCore {
                 // the root, and a table is only ever the root).
                 return Err(Restart);
             }
-            pos = node.point_search::<false>(key, self.directory())?.0;
+            child = node.point_child(key, self.directory())?.1;
         }
-        let child = node.child(pos)?;
         let (leaf, latch) = self.page(child)?;
         if A::PREFETCH_LEAF {
             leaf.prefetch_head();

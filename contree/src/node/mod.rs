@@ -759,7 +759,12 @@ impl Node {
     /// The child id at slot `i` of an inner node (or `upper_child` for `i == count`).
     #[inline]
     pub(crate) fn child(&self, i: usize) -> Result<PageId, Restart> {
-        let count = self.count();
+        self.child_in(i, self.count())
+    }
+
+    /// [`child`](Self::child), for a `count` that `count()` returned.
+    #[inline(always)]
+    pub(crate) fn child_in(&self, i: usize, count: usize) -> Result<PageId, Restart> {
         if i >= count {
             return Ok(self.upper_child());
         }

@@ -7,7 +7,7 @@ use super::{
     OFF_UPPER_LEN,
 };
 use crate::long_key;
-use crate::page::Directory;
+use crate::page::{Directory, PageId};
 use crate::sync::Restart;
 use std::cmp::Ordering;
 
@@ -221,8 +221,33 @@ impl Node {
         prefetch: bool,
         dir: &Directory,
     ) -> Result<(usize, bool, ValueHint), Restart> {
-        let plen = self.prefix_len();
+        self.search_in::<APPEND>(key, prefetch, dir, self.count())
+    }
+
+    /// The inner node's child whose range holds `key`: its position and page id. The
+    /// search of [`point_search`](Self::point_search) and [`child`](Self::child) in one,
+    /// sharing the node's count (6 instructions per inner level of every descent, callgrind).
+    #[inline(always)]
+    pub(crate) fn point_child(
+        &self,
+        key: &[u8],
+        dir: &Directory,
+    ) -> Result<(usize, PageId), Restart> {
         let count = self.count();
+        let (pos, _, _) = self.search_in::<false>(key, false, dir, count)?;
+        Ok((pos, self.child_in(pos, count)?))
+    }
+
+    /// [`search`](Self::search) over `count` slots, a value `count()` returned.
+    #[inline(always)]
+    fn search_in<const APPEND: bool>(
+        &self,
+        key: &[u8],
+        prefetch: bool,
+        dir: &Directory,
+        count: usize,
+    ) -> Result<(usize, bool, ValueHint), Restart> {
+        let plen = self.prefix_len();
         if plen > 0 && !self.prefix_is_guaranteed() {
             // The prefix comes from the keys; a key without it sorts before or after all of
             // them.
