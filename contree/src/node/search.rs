@@ -256,11 +256,12 @@ impl Node {
                 Ordering::Less => return Ok((0, false, ValueHint::NONE)),
                 Ordering::Greater => return Ok((count, false, ValueHint::NONE)),
             }
-        } else if key.len() < plen {
-            // Only possible under a race or for a key outside the node's fences.
-            return Err(Restart);
         }
-        let suffix = &key[plen..];
+        // A key shorter than the prefix: only possible under a race or for a key outside the
+        // node's fences (one check for both branches above).
+        let Some(suffix) = key.get(plen..) else {
+            return Err(Restart);
+        };
         let head = head_of(suffix);
         // A long key's stored form has this suffix length here (`plen` is at most the
         // prefix cap, below it).
