@@ -1,7 +1,6 @@
 //! Search inside one node: heads first, whole suffixes only inside a run of equal heads.
 //! Safe to run optimistically (see the module doc of `node`).
 
-use super::raw::be_word;
 use super::{
     head_of, long_key_len, Node, ValueHint, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN, OFF_UPPER,
     OFF_UPPER_LEN,
@@ -366,9 +365,21 @@ impl Node {
 
 /// For a key suffix of at most 8 bytes, its bytes beyond the head as a left-aligned
 /// big-endian word (see [`Node::cmp_entry`]); `None` for a longer one.
+///
+/// One load: the suffix's last four bytes hold its rest (the last `n - 4` of them), and two
+/// shifts move those to the top (for `n == 4` both shift everything out). `be_word` of the
+/// rest took about 25 instructions per point read (callgrind).
 #[inline]
 fn rest_word(suffix: &[u8]) -> Option<u64> {
-    (suffix.len() <= 8).then(|| be_word(&suffix[suffix.len().min(4)..]))
+    let n = suffix.len();
+    if n > 8 {
+        return None;
+    }
+    let Some(last) = suffix.last_chunk::<4>() else {
+        // A suffix of at most four bytes is all head.
+        return Some(0);
+    };
+    Some(((u32::from_be_bytes(*last) as u64) << 32) << (8 * (8 - n)))
 }
 
 /// The largest power of two below `n`, or 1 for `n <= 2`: the candidates that the first
@@ -376,4 +387,22 @@ fn rest_word(suffix: &[u8]) -> Option<u64> {
 #[inline(always)]
 fn span(n: usize) -> usize {
     1 << (usize::BITS - 1 - ((n.wrapping_sub(1)) | 1).leading_zeros())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rest_word;
+    use crate::node::raw::be_word;
+
+    /// `rest_word` is the suffix's bytes beyond the head as `be_word` makes them, for every
+    /// suffix length up to 8, and `None` beyond.
+    #[test]
+    fn rest_word_is_the_rest_as_a_word() {
+        let bytes: Vec<u8> = (1..=12).map(|b| b * 17).collect();
+        for n in 0..=12 {
+            let suffix = &bytes[..n];
+            let want = (n <= 8).then(|| be_word(&suffix[n.min(4)..]));
+            assert_eq!(rest_word(suffix), want, "length {n}");
+        }
+    }
 }
