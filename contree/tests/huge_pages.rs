@@ -80,8 +80,8 @@ fn check(t: &Tree, oracle: &BTreeMap<u64, u64>) {
 #[test]
 fn huge_page_extents_keep_contents_and_memory_and_go_back_when_dropped() {
     let start = contree::mapped_bytes();
-    // About 11 MiB of pages: past the first 4 MiB, several whole extents.
-    let n = 400_000;
+    // About 12 MiB of pages: past the first 4 MiB, several whole extents.
+    let n = 480_000;
     // Without the space manager, page use is deterministic, and the allocations collapse
     // the full extents themselves.
     let (small, _, small_mapped) = load(false, false, n);

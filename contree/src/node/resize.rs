@@ -2,7 +2,8 @@
 //! both would produce (prefixes and fences change, so sizes are computed, not estimated).
 
 use super::{
-    entry_space, node_prefix, node_size, Builder, Fence, Node, NodeMut, Scratch, HEADER, SLOT,
+    common_prefix, entry_space, long_key_len, node_prefix, node_size, Builder, Fence, Node,
+    NodeMut, Scratch, HEADER, SLOT,
 };
 use crate::sync::Restart;
 
@@ -41,6 +42,34 @@ impl Node {
         .to_vec()
     }
 
+    /// The separator a split at `sep_pos` pushes up: the left half's new upper fence and the
+    /// right half's lower one. An inner node pushes its key at `sep_pos` up. A leaf pushes
+    /// the shortest key `t` with `key(sep_pos) <= t < key(sep_pos + 1)` (suffix truncation):
+    /// the next key's bytes up to the first that differs from this key's, when that is
+    /// shorter than this key; else (the last key, a key that the next extends, a long key's
+    /// stored form on either side) the key itself. Shorter fences and parent entries: for
+    /// random 8-byte keys a parent entry's suffix drops from about 7 bytes to about 2, so
+    /// its length header takes one byte, and string keys shed most of their bytes.
+    pub(crate) fn split_separator(&self, sep_pos: usize) -> Result<Vec<u8>, Restart> {
+        let sep = self.key(sep_pos)?;
+        if !self.is_leaf() || sep_pos + 1 >= self.count() {
+            return Ok(sep);
+        }
+        let next = self.key(sep_pos + 1)?;
+        let long = long_key_len(self.page_size());
+        if sep.len() == long || next.len() == long {
+            return Ok(sep);
+        }
+        // `next > sep` (slots are sorted; garbage under a race, which the caller validates):
+        // they first differ at `cut - 1`, where `next` has the greater byte, so its first
+        // `cut` bytes sort above `sep` and, a proper prefix, below `next`.
+        let cut = common_prefix(&sep, &next) + 1;
+        if cut < sep.len() && cut < next.len() {
+            return Ok(next[..cut].to_vec());
+        }
+        Ok(sep)
+    }
+
     /// The page bytes the two halves of a split at `sep_pos` would need (see
     /// [`NodeMut::split`]): headers, fences, and every entry re-encoded under its half's new
     /// prefix.
@@ -48,7 +77,7 @@ impl Node {
         let count = self.count();
         let lower = self.lower_fence()?;
         let upper = self.upper_fence()?;
-        let sep = self.key(sep_pos)?;
+        let sep = self.split_separator(sep_pos)?;
         let plen = self.prefix_len();
         let left_end = if self.is_leaf() { sep_pos + 1 } else { sep_pos };
         let left_plen = self
@@ -282,7 +311,7 @@ impl NodeMut<'_> {
         let node = self.node();
         let count = node.count();
         assert!(sep_pos < count, "split position out of range");
-        let sep = node.key(sep_pos).expect("writable");
+        let sep = node.split_separator(sep_pos).expect("writable");
         let lower = node.lower_fence().expect("writable");
         let upper = node.upper_fence().expect("writable");
         let level = node.level();

@@ -212,7 +212,7 @@ impl TreeCore {
             }
             Ok(pnode) => {
                 let mut pnode = NodeMut::new(pnode, &mut above_x);
-                if !pnode.fits(&node.key(sep_pos)?, 4)? {
+                if !pnode.fits(&node.split_separator(sep_pos)?, 4)? {
                     return Ok(SplitOutcome::ParentFull);
                 }
                 let Some(ids) = spare.use_or_allocate() else {

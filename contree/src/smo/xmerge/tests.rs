@@ -141,9 +141,14 @@ fn inner_nodes_are_merged_too() {
     });
     let mut oracle = BTreeMap::new();
     for i in 0u32..60_000 {
-        // 200-byte keys: about 19 per inner node, so the tree is four levels tall.
+        // 200-byte keys, each of 60,000 numbers once in a scattered order: its high bits
+        // first, its low byte last, so that neighbouring keys differ only in their last
+        // byte and separators keep all 200 bytes (suffix truncation cannot shorten them):
+        // about 19 per inner node, so the tree is four levels tall.
+        let p = i * 7_919 % 60_000;
         let mut k = vec![b'k'; 200];
-        k[..4].copy_from_slice(&i.wrapping_mul(2_654_435_761).to_be_bytes());
+        k[..2].copy_from_slice(&((p >> 8) as u16).to_be_bytes());
+        k[198..].copy_from_slice(&((p & 0xFF) as u16).to_be_bytes());
         t.insert(&k, b"v").unwrap();
         oracle.insert(k, b"v".to_vec());
     }
