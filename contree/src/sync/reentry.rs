@@ -12,15 +12,26 @@
 
 use std::cell::{Cell, RefCell};
 
+/// Marks kept in the thread-local array; deeper nesting (closures of more trees at once)
+/// goes on in a vector.
+const INLINE: usize = 4;
+
+/// A mark: the tree (its core's address) and the name of the operation whose closure runs.
+type Mark = (usize, &'static str);
+
+// The marks of one thread, innermost last: the outermost `INLINE` in `INLINE_MARKS`, the
+// rest in `MORE_MARKS`. Cells and a fixed array, so that the common mark (one closure) costs
+// no borrow flag and no vector push; `DEPTH` and `INLINE_MARKS` need no destructor, so their
+// accesses are plain thread-local loads and stores (a thread-local with a destructor checks
+// its state at every access: +19 instructions per `get_with` when `DEPTH` shared one).
 // Per thread of the model under Shuttle (`seam`), where several model threads may share one
 // OS thread.
 crate::sync::seam::model_local! {
     /// How many closures that hold a latch are running on this thread (nested closures on
     /// several trees each count).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// For each such closure, innermost last: the tree (its core's address) and the name of
-    /// the operation whose closure it is.
-    static HELD: RefCell<Vec<(usize, &'static str)>> = const { RefCell::new(Vec::new()) };
+    static INLINE_MARKS: [Cell<Mark>; INLINE] = const { [const { Cell::new((0, "")) }; INLINE] };
+    static MORE_MARKS: RefCell<Vec<Mark>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Panics if this thread runs a closure that holds a latch of the tree at `tree`.
@@ -34,13 +45,15 @@ pub(crate) fn check(tree: *const ()) {
 #[cold]
 #[inline(never)]
 fn check_slow(tree: usize) {
-    let op = HELD.with(|held| {
-        held.borrow()
-            .iter()
-            .rev()
-            .find(|(t, _)| *t == tree)
-            .map(|(_, op)| *op)
-    });
+    let depth = DEPTH.with(Cell::get) as usize;
+    let mut marks: Vec<Mark> =
+        INLINE_MARKS.with(|m| m[..depth.min(INLINE)].iter().map(Cell::get).collect());
+    MORE_MARKS.with(|m| marks.extend(m.borrow().iter().copied()));
+    let op = marks
+        .iter()
+        .rev()
+        .find(|(t, _)| *t == tree)
+        .map(|(_, op)| *op);
     if let Some(op) = op {
         panic!(
             "contree: re-entrant call into a Tree from inside the closure passed to \
@@ -63,8 +76,16 @@ pub(crate) struct InClosure {
 impl InClosure {
     #[inline]
     pub(crate) fn enter(tree: *const (), op: &'static str) -> InClosure {
-        HELD.with(|held| held.borrow_mut().push((tree as usize, op)));
-        DEPTH.with(|d| d.set(d.get() + 1));
+        let depth = DEPTH.with(Cell::get);
+        let placed = INLINE_MARKS.with(|m| {
+            m.get(depth as usize)
+                .map(|mark| mark.set((tree as usize, op)))
+                .is_some()
+        });
+        if !placed {
+            MORE_MARKS.with(|m| m.borrow_mut().push((tree as usize, op)));
+        }
+        DEPTH.with(|d| d.set(depth + 1));
         InClosure {
             _not_send: std::marker::PhantomData,
         }
@@ -74,8 +95,11 @@ impl InClosure {
 impl Drop for InClosure {
     #[inline]
     fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get() - 1));
-        HELD.with(|held| held.borrow_mut().pop());
+        let depth = DEPTH.with(Cell::get) - 1;
+        DEPTH.with(|d| d.set(depth));
+        if depth as usize >= INLINE {
+            MORE_MARKS.with(|m| m.borrow_mut().pop());
+        }
     }
 }
 
@@ -96,5 +120,26 @@ mod tests {
             assert!(msg.contains("Tree::update_with"), "{msg}");
         }
         check(a);
+    }
+
+    /// Marks nested deeper than the inline array (closures of many trees at once) are all
+    /// found, and each is gone once its closure ends.
+    #[test]
+    fn deep_nesting_is_refused_at_every_level() {
+        let trees: Vec<u8> = vec![0; INLINE + 3];
+        let ptr = |i: usize| &trees[i] as *const u8 as *const ();
+        let refused = |i: usize| std::panic::catch_unwind(|| check(ptr(i))).is_err();
+        let mut marks = Vec::new();
+        for i in 0..trees.len() {
+            assert!(!refused(i), "tree {i} before its mark");
+            marks.push(InClosure::enter(ptr(i), "update_with"));
+            assert!((0..=i).all(refused), "marks 0..={i}");
+        }
+        while let Some(mark) = marks.pop() {
+            drop(mark);
+            let n = marks.len();
+            assert!(!refused(n), "tree {n} after its mark");
+            assert!((0..n).all(refused), "marks 0..{n}");
+        }
     }
 }
