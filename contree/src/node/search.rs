@@ -1,14 +1,40 @@
-//! Search inside one node: heads first, whole suffixes only inside a run of equal heads.
-//! Safe to run optimistically (see the module doc of `node`).
+//! Search inside one node: heads first, whole suffixes only inside a run of equal heads;
+//! what a search hands on (a found value's location, [`ValueHint`], and an inner node's
+//! child id). Safe to run optimistically (see the module doc of `node`).
 
 use super::{
-    head_of, long_key_len, Node, ValueHint, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN, OFF_UPPER,
-    OFF_UPPER_LEN,
+    head_of, long_key_len, Node, HAS_LOWER, OFF_LOWER, OFF_LOWER_LEN, OFF_UPPER, OFF_UPPER_LEN,
 };
 use crate::long_key;
 use crate::page::{Directory, PageId};
 use crate::sync::Restart;
 use std::cmp::Ordering;
+
+/// Where a search that found its key read that entry's value to be: its offset and length
+/// in the page, inline (not a stub). `NONE` when the search did not decode the entry's
+/// length header (a long suffix); then the reader decodes it with [`Node::entry`]. Read
+/// optimistically, it is garbage under a race like everything else, and whoever reads the
+/// value through it checks the range against the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ValueHint(u64);
+
+impl ValueHint {
+    /// No hint.
+    pub(crate) const NONE: ValueHint = ValueHint(u64::MAX);
+
+    /// The value at `off`, `len` bytes long (both below 2^32: offsets in a page; packed in
+    /// one word, so that the hint travels in a register).
+    #[inline(always)]
+    pub(crate) fn at(off: usize, len: usize) -> ValueHint {
+        ValueHint((off as u64) << 32 | len as u64 & 0xFFFF_FFFF)
+    }
+
+    /// The value's offset and length, if hinted.
+    #[inline(always)]
+    pub(crate) fn get(self) -> Option<(usize, usize)> {
+        (self != Self::NONE).then_some(((self.0 >> 32) as usize, self.0 as u32 as usize))
+    }
+}
 
 impl Node {
     /// Compares the suffix of entry `i` with `suffix` whose head is `head`; `rest` is
@@ -235,6 +261,43 @@ impl Node {
         let count = self.count();
         let (pos, _, _) = self.search_in::<false>(key, false, dir, count)?;
         Ok((pos, self.child_in(pos, count)?))
+    }
+
+    /// The child id at slot `i` of an inner node (or `upper_child` for `i == count`).
+    #[inline]
+    pub(crate) fn child(&self, i: usize) -> Result<PageId, Restart> {
+        self.child_in(i, self.count())
+    }
+
+    /// [`child`](Self::child), for a `count` that `count()` returned.
+    #[inline(always)]
+    pub(crate) fn child_in(&self, i: usize, count: usize) -> Result<PageId, Restart> {
+        if i >= count {
+            return Ok(self.upper_child());
+        }
+        // The id is the entry's last four bytes: after the length header and the suffix
+        // beyond its head. Only those two lengths are decoded, and one check covers the
+        // read (descents run this at every inner level). An id read under a race is
+        // memory-safe garbage: the descent validates the parent after using it.
+        // SAFETY: `i < count`, a clamped count, so slot `i` ends inside the page.
+        let off = unsafe { self.slot_offset(i) };
+        let b = self.page.u8_at(off)?;
+        let (h, suffix_len) = if b < 0x80 {
+            (1, (b >> 4) as usize)
+        } else if b < 0xC0 {
+            (2, (b & 0x3F) as usize)
+        } else {
+            // The long form: suffix length in the two bytes after the marker.
+            let mut l = [0u8; 2];
+            self.page.copy_to(off + 1, &mut l)?;
+            (5, u16::from_le_bytes(l) as usize)
+        };
+        let value_off = off + h + suffix_len.saturating_sub(4);
+        self.page.check(value_off, 4)?;
+        // SAFETY: `value_off + 4 <= size`, checked above.
+        Ok(u32::from_ne_bytes(unsafe {
+            self.page.array_at::<4>(value_off)
+        }))
     }
 
     /// [`search`](Self::search) over `count` slots, a value `count()` returned.
