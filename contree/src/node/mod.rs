@@ -219,9 +219,28 @@ pub(crate) fn prefix_cap(page_size: usize) -> usize {
     long_head(page_size) - 4
 }
 
-/// Length of the longest common prefix of two byte strings.
+/// Length of the longest common prefix of two byte strings: eight bytes at a time (long
+/// keys share prefixes of dozens of bytes, and splits and prefixes compare them).
 pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    let n = a.len().min(b.len());
+    let (mut wa, mut wb) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
+    let mut i = 0;
+    for (x, y) in (&mut wa).zip(&mut wb) {
+        let d = u64::from_le_bytes(x.try_into().expect("8 bytes"))
+            ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
+        if d != 0 {
+            // The lowest set bit of a little-endian difference is in the first byte that
+            // differs.
+            return i + (d.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + wa
+        .remainder()
+        .iter()
+        .zip(wb.remainder())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// The prefix a node of `page_size` bytes with these fences and these first and last keys
@@ -736,24 +755,21 @@ impl Node {
         Ok(Some(value_len))
     }
 
-    /// Appends the suffix of key `i` (the key without the node prefix) to `out`.
-    pub(crate) fn push_suffix(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+    /// Appends the full key `i` to `out`, growing it at most once (a key of 100 bytes or
+    /// more grew it twice, prefix then suffix: a `realloc` per key of a long-key split).
+    pub(crate) fn push_key(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
         let e = self.entry(i)?;
+        let len = self.prefix_len();
+        out.reserve(len + e.suffix_len);
+        if len > 0 {
+            self.page
+                .append_to(self.header_u32(OFF_PREFIX) as usize, len, out)?;
+        }
         // SAFETY: `entry(i)` succeeded, so `i < max_slots()`.
         let head = unsafe { self.slot_head(i) }.to_be_bytes();
         out.extend_from_slice(&head[..e.suffix_len.min(4)]);
         self.page
             .append_to(e.rest_off, e.suffix_len.saturating_sub(4), out)
-    }
-
-    /// Appends the full key `i` to `out`.
-    pub(crate) fn push_key(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
-        let len = self.prefix_len();
-        if len > 0 {
-            self.page
-                .append_to(self.header_u32(OFF_PREFIX) as usize, len, out)?;
-        }
-        self.push_suffix(i, out)
     }
 
     /// The inline value bytes of the entry at `e`, writable by an in-place updater of a leaf
@@ -779,7 +795,7 @@ impl Node {
 
     /// The full key `i`.
     pub(crate) fn key(&self, i: usize) -> Result<Vec<u8>, Restart> {
-        let mut k = Vec::with_capacity(self.prefix_len() + 8);
+        let mut k = Vec::new();
         self.push_key(i, &mut k)?;
         Ok(k)
     }

@@ -32,14 +32,22 @@ impl Node {
         first: Option<Vec<u8>>,
         last: Option<Vec<u8>>,
     ) -> Vec<u8> {
-        node_prefix(
+        let len = node_prefix(
             self.page_size(),
             lower,
             upper,
             first.as_deref(),
             last.as_deref(),
         )
-        .to_vec()
+        .len();
+        // The prefix is the start of `first` when there are keys, else of `lower`.
+        match (first, last) {
+            (Some(mut f), Some(_)) => {
+                f.truncate(len);
+                f
+            }
+            _ => lower.map_or(Vec::new(), |l| l[..len].to_vec()),
+        }
     }
 
     /// The separator a split at `sep_pos` pushes up: the left half's new upper fence and the
@@ -303,33 +311,35 @@ impl Node {
 
 impl NodeMut<'_> {
     /// Splits this node at `sep_pos`: a fresh page `left` receives the lower part, this node
-    /// keeps the upper part, and the separator key (the new upper fence of `left`) is
-    /// returned for the parent. Leaves keep entry `sep_pos` in `left`; inner nodes move its
-    /// child to `left.upper_child` and push its key up. `sep_pos` must be below `count`.
-    /// Both halves start with a cleared policy area.
-    pub(crate) fn split(&mut self, mut left: NodeMut<'_>, sep_pos: usize) -> Vec<u8> {
+    /// keeps the upper part, and `sep`, the separator key the split pushes up
+    /// ([`Node::split_separator`]`(sep_pos)`, which the caller computed to check that the
+    /// parent has room for it), becomes the upper fence of `left` and the lower fence of
+    /// this node. Leaves keep entry `sep_pos` in `left`; inner nodes move its child to
+    /// `left.upper_child` and push its key up. `sep_pos` must be below `count`. Both halves
+    /// start with a cleared policy area.
+    pub(crate) fn split(&mut self, mut left: NodeMut<'_>, sep_pos: usize, sep: &[u8]) {
         let node = self.node();
         let count = node.count();
         assert!(sep_pos < count, "split position out of range");
-        let sep = node.split_separator(sep_pos).expect("writable");
+        debug_assert_eq!(node.split_separator(sep_pos).ok().as_deref(), Some(sep));
         let lower = node.lower_fence().expect("writable");
         let upper = node.upper_fence().expect("writable");
         let level = node.level();
         let left_end = if level == 0 { sep_pos + 1 } else { sep_pos };
         let left_prefix = node
-            .prefix_for(lower.as_deref(), Some(&sep), 0..left_end)
+            .prefix_for(lower.as_deref(), Some(sep), 0..left_end)
             .expect("writable");
         let right_prefix = node
-            .prefix_for(Some(&sep), upper.as_deref(), sep_pos + 1..count)
+            .prefix_for(Some(sep), upper.as_deref(), sep_pos + 1..count)
             .expect("writable");
         // Left half into the fresh page: as a page copy when it keeps this node's prefix and
         // all but at most one entry (an append split), else entry by entry.
         let copied = level == 0
             && left_prefix.len() == node.prefix_len()
             && count - left_end <= 1
-            && left.copy_as_left_half(&node, left_end, &sep, lower.as_deref(), &left_prefix);
+            && left.copy_as_left_half(&node, left_end, sep, lower.as_deref(), &left_prefix);
         if !copied {
-            let mut b = Builder::new(left, level, lower.as_deref(), Some(&sep), &left_prefix);
+            let mut b = Builder::new(left, level, lower.as_deref(), Some(sep), &left_prefix);
             if level == 0 {
                 b.copy_range(&node, 0..sep_pos + 1);
                 b.finish(0);
@@ -341,12 +351,11 @@ impl NodeMut<'_> {
         // Right half rebuilt in place through a scratch page.
         let mut scratch = Scratch::new(node.page_size());
         {
-            let mut b = scratch.builder(level, Some(&sep), upper.as_deref(), &right_prefix);
+            let mut b = scratch.builder(level, Some(sep), upper.as_deref(), &right_prefix);
             b.copy_range(&node, sep_pos + 1..count);
             b.finish(node.upper_child());
         }
         scratch.copy_into(self);
-        sep
     }
 
     /// Merges `left` (its left neighbour under the same parent) into this node. `sep` is the

@@ -551,3 +551,27 @@ fn sorts_after_last_agrees_with_lower_bound_on_the_right_edge() {
     assert_eq!(n.lower_bound(&k(9), &dir), Ok((1, false)));
     assert_eq!(n.sorts_after_last(&k(9), &dir), Ok(false));
 }
+
+#[test]
+fn common_prefix_counts_shared_bytes_at_every_length() {
+    // Word-at-a-time against byte-at-a-time: every length to 40, every place of the first
+    // difference, and one string a prefix of the other.
+    let bytewise = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    for n in 0..40usize {
+        let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+        for cut in 0..=n {
+            let mut b = a.clone();
+            if cut < n {
+                b[cut] ^= 0x80;
+            }
+            assert_eq!(
+                common_prefix(&a, &b),
+                cut,
+                "length {n}, difference at {cut}"
+            );
+            assert_eq!(common_prefix(&a, &b), bytewise(&a, &b));
+            assert_eq!(common_prefix(&a[..cut], &a), cut);
+            assert_eq!(common_prefix(&a, &a[..cut]), cut);
+        }
+    }
+}

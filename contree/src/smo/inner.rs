@@ -93,13 +93,12 @@ impl TreeCore {
 
     /// Splits the latched `node` at `sep_pos` into the fresh, latched `left`; returns the
     /// separator.
-    pub(crate) fn split_node(&self, node: &mut NodeMut, left: NodeMut, sep_pos: usize) -> Vec<u8> {
+    pub(crate) fn split_node(&self, node: &mut NodeMut, left: NodeMut, sep_pos: usize, sep: &[u8]) {
         let inner = !node.is_leaf();
-        let sep = node.split(left, sep_pos);
+        node.split(left, sep_pos, sep);
         if inner {
             self.inner_changed();
         }
-        sep
     }
 
     /// Merges the latched `left` into its latched right neighbour `right`.

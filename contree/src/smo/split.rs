@@ -189,7 +189,8 @@ impl TreeCore {
                 let mut lx = left_latch.exclusive();
                 let mut rx = root_latch.exclusive();
                 let (lower, upper) = (node.lower_fence()?, node.upper_fence()?);
-                let sep = self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos);
+                let sep = node.split_separator(sep_pos)?;
+                self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos, &sep);
                 let root_node = NodeMut::new(root, &mut rx);
                 self.grow_root(
                     slot,
@@ -212,7 +213,8 @@ impl TreeCore {
             }
             Ok(pnode) => {
                 let mut pnode = NodeMut::new(pnode, &mut above_x);
-                if !pnode.fits(&node.split_separator(sep_pos)?, 4)? {
+                let sep = node.split_separator(sep_pos)?;
+                if !pnode.fits(&sep, 4)? {
                     return Ok(SplitOutcome::ParentFull);
                 }
                 let Some(ids) = spare.use_or_allocate() else {
@@ -221,7 +223,7 @@ impl TreeCore {
                 let left_pid = ids[0];
                 let (left, left_latch) = self.page(left_pid)?;
                 let mut lx = left_latch.exclusive();
-                let sep = self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos);
+                self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos, &sep);
                 self.add_separator(&mut pnode, &sep, left_pid);
                 self.split_done(&mut node, NodeMut::new(left, &mut lx), contention);
                 for n in [&*node, &left, &*pnode] {
