@@ -72,6 +72,7 @@ pub(crate) use reshape::Extra;
 use crate::blob::{self, Stub, STUB_LEN};
 use crate::page::{Directory, PageId};
 use crate::sync::Restart;
+pub(crate) use raw::common_prefix;
 use raw::RawPage;
 use std::mem::MaybeUninit;
 
@@ -217,30 +218,6 @@ pub(crate) fn long_head(page_size: usize) -> usize {
 #[inline]
 pub(crate) fn prefix_cap(page_size: usize) -> usize {
     long_head(page_size) - 4
-}
-
-/// Length of the longest common prefix of two byte strings: eight bytes at a time (long
-/// keys share prefixes of dozens of bytes, and splits and prefixes compare them).
-pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let (mut wa, mut wb) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
-    let mut i = 0;
-    for (x, y) in (&mut wa).zip(&mut wb) {
-        let d = u64::from_le_bytes(x.try_into().expect("8 bytes"))
-            ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
-        if d != 0 {
-            // The lowest set bit of a little-endian difference is in the first byte that
-            // differs.
-            return i + (d.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i + wa
-        .remainder()
-        .iter()
-        .zip(wb.remainder())
-        .take_while(|(x, y)| x == y)
-        .count()
 }
 
 /// The prefix a node of `page_size` bytes with these fences and these first and last keys

@@ -395,6 +395,30 @@ pub(crate) fn be_word(s: &[u8]) -> u64 {
     }
 }
 
+/// Length of the longest common prefix of two byte strings: eight bytes at a time (long
+/// keys share prefixes of dozens of bytes, and splits and prefixes compare them).
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (mut wa, mut wb) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
+    let mut i = 0;
+    for (x, y) in (&mut wa).zip(&mut wb) {
+        let d = u64::from_le_bytes(x.try_into().expect("8 bytes"))
+            ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
+        if d != 0 {
+            // The lowest set bit of a little-endian difference is in the first byte that
+            // differs.
+            return i + (d.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + wa
+        .remainder()
+        .iter()
+        .zip(wb.remainder())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
