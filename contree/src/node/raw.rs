@@ -264,6 +264,16 @@ impl RawPage {
             }
             i += 8;
         }
+        if i < n && n >= 8 {
+            // The tail as the last eight bytes, which overlap bytes found equal above.
+            // SAFETY: `8 <= n <= len`: `n - 8 .. n` lies inside the checked range.
+            let a = u64::from_ne_bytes(unsafe { self.load::<8>(off + n - 8) });
+            let b = u64::from_ne_bytes(other[n - 8..n].try_into().expect("8 bytes"));
+            if a != b {
+                return Ok(u64::from_be(a).cmp(&u64::from_be(b)));
+            }
+            i = n;
+        }
         while i < n {
             // SAFETY: `i < n <= len`: inside the checked range.
             let a = unsafe { self.load::<1>(off + i) }[0];
@@ -452,6 +462,31 @@ mod tests {
                     "{len} {olen} {off}"
                 );
             }
+        }
+        // Long equal prefixes (the word loop, then the overlapping tail word): the other
+        // side is the page's bytes, cut or extended, with at most one byte changed.
+        let mut page: Vec<u8> = (0..64).map(|_| next() as u8).collect();
+        for _ in 0..4000 {
+            let len = (next() % 41) as usize;
+            let off = (next() % (64 - len as u64 + 1)) as usize;
+            let olen = (len as i64 + (next() % 5) as i64 - 2).clamp(0, (64 - off) as i64) as usize;
+            let mut other = page[off..off + olen].to_vec();
+            if olen > 0 && next() % 3 != 0 {
+                let at = (next() % olen as u64) as usize;
+                other[at] = other[at].wrapping_add(if next() % 2 == 0 { 1 } else { 255 });
+            }
+            // Sometimes a difference in the first byte.
+            if len > 0 && next() % 8 == 0 {
+                page[off] ^= 1;
+            }
+            // SAFETY: `page` outlives the view and nothing else accesses it meanwhile.
+            let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
+            let want = page[off..off + len].cmp(&other[..]);
+            assert_eq!(
+                raw.compare(off, len, &other),
+                Ok(want),
+                "{len} {olen} {off}"
+            );
         }
     }
 
