@@ -279,3 +279,36 @@ fn a_cohort_latch_refuses_try_acquisitions_beside_readers_and_retirement() {
     assert!(!latch.is_exclusive());
     assert!(latch.renew(0) && latch.is_cohort(), "renewal keeps the bit");
 }
+
+/// Renewal (a page handed out again, or for the first time) moves the version past the
+/// floor and past the word: from a zeroed word (fresh memory, the exchange tried first) and
+/// from a used one; a snapshot from before fails validation; a latched word is refused and
+/// left alone.
+#[test]
+fn renewal_moves_the_version_past_the_floor_and_the_word() {
+    // A floor: the raw word of a latch at version 5 (`version()` counts in units of
+    // 2^18, the version's lowest bit).
+    let floor = 5u64 << 18;
+    let fresh = HybridLatch::new();
+    assert!(fresh.renew(floor));
+    assert_eq!(fresh.version(), 6, "one past the floor");
+    let used = HybridLatch::new();
+    for _ in 0..9 {
+        drop(used.exclusive());
+    }
+    let before = used.optimistic();
+    assert!(used.renew(floor));
+    assert_eq!(used.version(), 10, "one past the word, above the floor");
+    assert!(before.validate().is_err());
+    let zero = HybridLatch::new();
+    assert!(zero.renew(0));
+    assert_eq!(zero.version(), 1, "a fresh page never shows version 0");
+    let x = used.exclusive();
+    assert!(!used.renew(0), "a latched word is refused");
+    drop(x);
+    assert_eq!(
+        used.version(),
+        11,
+        "and left alone: only the release moved it"
+    );
+}
