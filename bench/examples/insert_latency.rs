@@ -3,67 +3,18 @@
 //! time spent in inserts slower than 3 us (on this machine nearly all of them are the
 //! splits: compare that count with the splits).
 //!
-//! `cargo run --release -p contree --example insert_latency -- KIND N [FLAGS]`, with KIND
-//! `int` (8-byte big-endian integers) or `long` (path- and URL-like keys of 50 to 200
-//! bytes, as `contree-bench`'s long keys look), and FLAGS any of `nohuge`
+//! `cargo run --release -p contree-bench --example insert_latency -- KIND N [FLAGS]`, with
+//! KIND `int`, `str` or `long`: the keys of `compare`'s rows (8-byte big-endian integers,
+//! YCSB-style `user` keys, paths and URLs of 50 to 200 bytes), in the order of its `load`
+//! rows, with 8-byte values; FLAGS any of `nohuge`
 //! (`Config::huge_pages` off), `nosm` (`Config::space_manager` off) and `cg`: then the
 //! inserts, and afterwards a `get_with` of every key, run untimed inside functions named
 //! `phase_load` and `phase_get`, for callgrind
 //! (`valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*phase_load*' ...`).
 
+use contree_bench::keys::{KeyBuf, KeyKind};
+use contree_bench::workloads::permute;
 use std::time::Instant;
-
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
-/// A path or URL of 50 to 200 bytes, unique for `id`: a shared root, directories from a
-/// small vocabulary, then a name with the id in hex.
-fn long_key(id: u64) -> Vec<u8> {
-    const ROOTS: [&str; 8] = [
-        "https://github.com",
-        "https://docs.rs",
-        "https://en.wikipedia.org",
-        "/home/alice",
-        "/var/lib/postgresql/15/main",
-        "/usr/share/doc",
-        "/srv/www/htdocs",
-        "/opt/data/warehouse",
-    ];
-    const WORDS: [&str; 16] = [
-        "src",
-        "images",
-        "2024",
-        "archive",
-        "users",
-        "projects",
-        "reports",
-        "assets",
-        "thumbnails",
-        "v1",
-        "api",
-        "static",
-        "docs",
-        "build",
-        "release",
-        "config",
-    ];
-    let mut r = mix(id ^ 0x1234_5678);
-    let mut k = ROOTS[(r % 8) as usize].as_bytes().to_vec();
-    let target = 50 + (mix(r) % 151) as usize;
-    let tail = format!("/file-{id:016x}.txt");
-    while k.len() + tail.len() < target {
-        r = mix(r);
-        k.push(b'/');
-        k.extend_from_slice(WORDS[(r % 16) as usize].as_bytes());
-    }
-    k.extend_from_slice(tail.as_bytes());
-    k
-}
 
 #[inline(never)]
 fn phase_load(tree: &contree::Tree, keys: &[Vec<u8>]) {
@@ -81,23 +32,25 @@ fn phase_get(tree: &contree::Tree, keys: &[Vec<u8>]) -> u64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: insert_latency int|long N [nohuge] [nosm] [cg]";
+    let usage = "usage: insert_latency int|str|long N [nohuge] [nosm] [cg]";
     let (Some(kind), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse::<u64>().ok()))
     else {
         eprintln!("{usage}");
         std::process::exit(2);
     };
     let flag = |f: &str| args[3..].iter().any(|a| a == f);
-    let mut ids: Vec<u64> = (0..n).collect();
-    ids.sort_by_key(|&i| mix(i ^ 77));
-    let keys: Vec<Vec<u8>> = match kind.as_str() {
-        "int" => ids.iter().map(|i| i.to_be_bytes().to_vec()).collect(),
-        "long" => ids.iter().map(|&i| long_key(i)).collect(),
+    let kind_of = match kind.as_str() {
+        "int" => KeyKind::Int,
+        "str" => KeyKind::Str,
+        "long" => KeyKind::Long,
         _ => {
             eprintln!("{usage}");
             std::process::exit(2);
         }
     };
+    let keys: Vec<Vec<u8>> = (0..n)
+        .map(|i| KeyBuf::new(kind_of, permute(i, n)).as_bytes().to_vec())
+        .collect();
     let config = contree::Config {
         huge_pages: !flag("nohuge"),
         space_manager: !flag("nosm"),
