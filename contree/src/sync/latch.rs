@@ -404,19 +404,7 @@ impl HybridLatch {
     /// word by a reader holding a stale id) validates against it. Fails, changing nothing, if
     /// a thread holding a stale id has latched the word right now.
     pub(crate) fn renew(&self, floor: u64) -> bool {
-        // A page whose memory is new from the system (fresh, or given back and taken again)
-        // holds a zeroed word: try that first, with a write. A load first would fault the
-        // page in as the shared zero page, and the write after it would fault again to
-        // replace that (two page faults per fresh page of a growing tree instead of one).
-        // A failed exchange is the load below.
-        let zeroed = (floor & VERSION_MASK).wrapping_add(VERSION_ONE);
-        let s = match self
-            .state
-            .compare_exchange(0, zeroed, Ordering::Release, Ordering::Relaxed)
-        {
-            Ok(_) => return true,
-            Err(s) => s,
-        };
+        let s = self.state.load(Ordering::Relaxed);
         if s & (EXCLUSIVE | SHARED_MASK) != 0 {
             return false;
         }

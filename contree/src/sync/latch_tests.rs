@@ -281,9 +281,8 @@ fn a_cohort_latch_refuses_try_acquisitions_beside_readers_and_retirement() {
 }
 
 /// Renewal (a page handed out again, or for the first time) moves the version past the
-/// floor and past the word: from a zeroed word (fresh memory, the exchange tried first) and
-/// from a used one; a snapshot from before fails validation; a latched word is refused and
-/// left alone.
+/// floor and past the word: from a zeroed word (fresh memory) and from a used one; a
+/// snapshot from before fails validation; a latched word is refused and left alone.
 #[test]
 fn renewal_moves_the_version_past_the_floor_and_the_word() {
     // A floor: the raw word of a latch at version 5 (`version()` counts in units of
