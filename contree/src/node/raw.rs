@@ -439,6 +439,18 @@ mod tests {
     /// an 8-byte load fits and at the very end of the page (the byte-loop path).
     #[test]
     fn compare_matches_slice_order() {
+        // `compare` of `page[off..off + len]` with `other` orders as the slices do.
+        let agrees = |page: &mut [u8], off: usize, len: usize, other: &[u8]| {
+            // SAFETY: `page` outlives the view and nothing else accesses it meanwhile.
+            let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
+            let want = page[off..off + len].cmp(other);
+            assert_eq!(
+                raw.compare(off, len, other),
+                Ok(want),
+                "{len} {} {off}",
+                other.len()
+            );
+        };
         let mut page = vec![0u8; 64];
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
@@ -455,14 +467,7 @@ mod tests {
             }
             let other: Vec<u8> = (0..olen).map(|_| (next() % 4) as u8).collect();
             for off in [0, 64 - len] {
-                // SAFETY: `page` outlives the view and nothing else accesses it meanwhile.
-                let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
-                let want = page[off..off + len].cmp(&other[..]);
-                assert_eq!(
-                    raw.compare(off, len, &other),
-                    Ok(want),
-                    "{len} {olen} {off}"
-                );
+                agrees(&mut page, off, len, &other);
             }
         }
         // Long equal prefixes (the word loop, then the overlapping tail word): the other
@@ -481,14 +486,7 @@ mod tests {
             if len > 0 && next() % 8 == 0 {
                 page[off] ^= 1;
             }
-            // SAFETY: `page` outlives the view and nothing else accesses it meanwhile.
-            let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
-            let want = page[off..off + len].cmp(&other[..]);
-            assert_eq!(
-                raw.compare(off, len, &other),
-                Ok(want),
-                "{len} {olen} {off}"
-            );
+            agrees(&mut page, off, len, &other);
         }
     }
 

@@ -134,17 +134,23 @@ fn an_append_split_copies_the_page_and_matches_a_rebuild() {
     }
 }
 
+/// Makes `n` an inner node of ten keys 0, 2, .., 18 over children 100..110, with upper
+/// child 999.
+fn inner_of_ten(n: &mut NodeMut<'_>) {
+    n.init(1, None, None, b"");
+    for i in 0..10u32 {
+        assert!(insert(n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
+    }
+    n.set_upper_child(999);
+}
+
 #[test]
 fn inner_split_pushes_the_separator_up() {
     let mut p = Scratch::new(4096);
     let mut q = Scratch::new(4096);
     let mut n = p.node_mut();
 
-    n.init(1, None, None, b"");
-    for i in 0..10u32 {
-        assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
-    }
-    n.set_upper_child(999);
+    inner_of_ten(&mut n);
     let sep = split(&mut n, q.node_mut(), 4);
     let left = q.node();
     assert_eq!(sep, vec![8]);
@@ -185,11 +191,7 @@ fn inner_merge_pulls_the_separator_down() {
     let mut q = Scratch::new(4096);
     let mut n = p.node_mut();
 
-    n.init(1, None, None, b"");
-    for i in 0..10u32 {
-        assert!(insert(&mut n, &[i as u8 * 2], &(100 + i).to_ne_bytes()));
-    }
-    n.set_upper_child(999);
+    inner_of_ten(&mut n);
     let sep = split(&mut n, q.node_mut(), 4);
     let left = q.node();
     n.merge_from_left(&left, &sep);
