@@ -245,6 +245,12 @@ impl RawPage {
                 // are masked off below.
                 let w = u64::from_be_bytes(unsafe { self.load::<8>(off) });
                 w & (!0u64).checked_shl(64 - 8 * len as u32).unwrap_or(0)
+            } else if off + len >= 8 {
+                // The bytes end the page (a node's prefix, its first entries): the word
+                // that ends with them, the bytes before them shifted out.
+                // SAFETY: `8 <= off + len <= size` (checked above): inside the mapped page.
+                let w = u64::from_be_bytes(unsafe { self.load::<8>(off + len - 8) });
+                w.checked_shl(64 - 8 * len as u32).unwrap_or(0)
             } else {
                 let mut w = 0u64;
                 for i in 0..len {
