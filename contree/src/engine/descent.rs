@@ -88,8 +88,6 @@ pub(crate) trait Access<'t> {
     type Guard;
     /// Whether the descent waits for writers of inner nodes.
     const WAIT: bool = true;
-    /// Whether the descent prefetches the leaf it reaches (see `descend`).
-    const PREFETCH_LEAF: bool = true;
     /// Enters the node behind `latch`, whose id was read under `above`; `above` is
     /// validated so that the id is known to be the right one while the guard is held.
     fn enter(
@@ -157,9 +155,6 @@ impl<'t> Exclusive<'t, '_> {
 
 impl<'t> Access<'t> for Exclusive<'t, '_> {
     type Guard = ExclusiveGuard<'t>;
-    // A writer's leaf is often the one every writer uses (appends), already in cache; the
-    // prefetch cost 2% of single-thread `seq-insert` throughput (bench/results/house-compare.txt).
-    const PREFETCH_LEAF: bool = false;
     // Always, with the wait out of line: an out-of-line `enter` kept the descent's node and
     // guard in memory, +90 instructions per update.
     #[inline(always)]
@@ -201,7 +196,6 @@ pub(crate) struct ExclusiveOrLines<'t>(pub &'t TreeCore);
 
 impl<'t> Access<'t> for ExclusiveOrLines<'t> {
     type Guard = LeafHold<'t>;
-    const PREFETCH_LEAF: bool = false;
     #[inline(always)]
     fn enter(
         &self,
@@ -366,9 +360,16 @@ impl TreeCore {
             let child = here.node.child(pos)?;
             let (node, latch) = self.page(child)?;
             if l == level + 1 {
-                if A::PREFETCH_LEAF && level == 0 {
+                if level == 0 {
                     // The child is a leaf, most likely not in cache: start loading its
-                    // header and slots together instead of one miss after another.
+                    // header and slots together instead of one miss after another. Writers
+                    // too: random inserts and updates mostly find their leaf out of cache
+                    // (appends reach theirs through the finger, without a descent). The
+                    // writers' prefetch once cost `seq-insert` 2%
+                    // (bench/results/house-compare.txt), before the finger and while it
+                    // asked for every other line only; with every line asked for, `load` at
+                    // one thread went +20-28% and `ycsb-a` +15%, `seq-insert` unchanged
+                    // (bench/results/prefetch-s49.txt).
                     node.prefetch_head();
                 }
                 let guard = access.enter(latch, &here.guard)?;

@@ -158,9 +158,8 @@ impl TreeCore {
             child = node.point_child(key, self.directory())?.1;
         }
         let (leaf, latch) = self.page(child)?;
-        if A::PREFETCH_LEAF {
-            leaf.prefetch_head();
-        }
+        // Readers and writers alike (see `descend`).
+        leaf.prefetch_head();
         let entered = access.enter(latch, &guard)?;
         if leaf.level() != 0 {
             return Err(Restart);

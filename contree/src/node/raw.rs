@@ -298,6 +298,11 @@ impl RawPage {
     /// count and unrolls, so the descent pays no loop branch. Pages of a tree are at least
     /// `MIN_PAGE_SIZE` bytes, larger than any `N` the descent asks for, so the bounds branch
     /// always goes the same way; a smaller page falls back to the clamped loop.
+    ///
+    /// Every line is asked for. Asking for every other one, counting on an adjacent-line
+    /// prefetcher to bring the other half of each 128-byte pair, left half the head to
+    /// demand misses on this machine's AMD EPYC: `ycsb-c` at one thread went 3.3-4.3 ->
+    /// 4.4-4.7 Mops/s (four interleaved pairs) with every line prefetched.
     #[inline(always)]
     pub(crate) fn prefetch_head<const N: usize>(&self) {
         #[cfg(target_arch = "x86_64")]
@@ -311,7 +316,7 @@ impl RawPage {
                 // SAFETY: `off < N <= size`, so the address lies inside the page; a prefetch
                 // never faults and has no visible effect.
                 unsafe { prefetch_line(self.ptr.add(off)) };
-                off += 128;
+                off += LINE;
             }
         }
     }
@@ -331,8 +336,8 @@ impl RawPage {
         let _ = off;
     }
 
-    /// Asks the CPU to start loading bytes `from..to` of the page (every other cache line:
-    /// the adjacent-line prefetcher brings the other half of each 128-byte pair).
+    /// Asks the CPU to start loading bytes `from..to` of the page, every cache line of them
+    /// (see [`prefetch_head`](Self::prefetch_head)).
     #[inline]
     pub(crate) fn prefetch(&self, from: usize, to: usize) {
         #[cfg(target_arch = "x86_64")]
@@ -342,7 +347,7 @@ impl RawPage {
                 // SAFETY: `off < size`, so the address lies inside the page; a prefetch never
                 // faults and has no visible effect.
                 unsafe { prefetch_line(self.ptr.add(off)) };
-                off += 128;
+                off += LINE;
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -412,6 +417,9 @@ pub(crate) fn be_word(s: &[u8]) -> u64 {
         0
     }
 }
+
+/// The cache line size the prefetches step by.
+const LINE: usize = 64;
 
 /// Length of the longest common prefix of two byte strings: eight bytes at a time (long
 /// keys share prefixes of dozens of bytes, and splits and prefixes compare them).
