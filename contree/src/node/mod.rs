@@ -440,8 +440,9 @@ impl Node {
     /// the prefix. The short form (a prefix of at most 8 bytes, a key of at least 8) is
     /// inlined: on the edge nodes, whose prefix comes from their keys (the root, and every
     /// node on the leftmost and rightmost paths), it is a few instructions where the call
-    /// cost ~80 (callgrind, dense integer keys). The prefix sits at the end of the page, so
-    /// it is read as the word that ends where it ends (see [`RawPage::word`]).
+    /// cost ~80 (callgrind, dense integer keys). The prefix sits at the end of the page (a
+    /// word read from where it starts would leave the page), so it is read as the word that
+    /// ends where it ends.
     #[inline(always)]
     pub(crate) fn key_vs_prefix(&self, key: &[u8]) -> Result<std::cmp::Ordering, Restart> {
         let len = self.prefix_len();
