@@ -91,8 +91,8 @@ impl TreeCore {
         }
     }
 
-    /// Splits the latched `node` at `sep_pos` into the fresh, latched `left`; returns the
-    /// separator.
+    /// Splits the latched `node` at `sep_pos` into the fresh, latched `left`, under the
+    /// separator `sep` (`node.split_separator(sep_pos)`).
     pub(crate) fn split_node(&self, node: &mut NodeMut, left: NodeMut, sep_pos: usize, sep: &[u8]) {
         let inner = !node.is_leaf();
         node.split(left, sep_pos, sep);

@@ -178,6 +178,7 @@ impl TreeCore {
         if let Ok(p) = &parent {
             refs.before(p);
         }
+        let sep = node.split_separator(sep_pos)?;
         match parent {
             Err(slot) => {
                 let Some(ids) = spare.use_or_allocate() else {
@@ -189,7 +190,6 @@ impl TreeCore {
                 let mut lx = left_latch.exclusive();
                 let mut rx = root_latch.exclusive();
                 let (lower, upper) = (node.lower_fence()?, node.upper_fence()?);
-                let sep = node.split_separator(sep_pos)?;
                 self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos, &sep);
                 let root_node = NodeMut::new(root, &mut rx);
                 self.grow_root(
@@ -213,7 +213,6 @@ impl TreeCore {
             }
             Ok(pnode) => {
                 let mut pnode = NodeMut::new(pnode, &mut above_x);
-                let sep = node.split_separator(sep_pos)?;
                 if !pnode.fits(&sep, 4)? {
                     return Ok(SplitOutcome::ParentFull);
                 }
