@@ -124,6 +124,14 @@ pub struct Config {
     /// [`Stats::combine_batches`](crate::Stats::combine_batches). An uncontended leaf pays
     /// one load per write. Default on.
     pub combining: bool,
+    /// Split gates: one thread at a time splits a node. Writers that find a leaf full while
+    /// another thread splits it wait for that split and then retry, instead of each taking
+    /// a page and racing to latch the leaf (appends from many threads on the rightmost
+    /// leaf: without gates the racing splitters restart over and over, and the one that
+    /// wins splits at its own key, which for a late append is the middle). Counted in
+    /// [`Stats::split_gate_waits`](crate::Stats::split_gate_waits). Costs two atomic
+    /// operations per split; not used by trees with a memory budget. Default on.
+    pub split_gate: bool,
     /// The side structure for hot ranges (the auxiliary structure of the "hot spots" paper):
     /// when Contention Split's sampler finds ordered appends from several threads on one
     /// leaf, that leaf's key range may become hot, and inserts and removals of its keys then
@@ -330,6 +338,7 @@ impl Default for Config {
             huge_pages: true,
             blob_heap: true,
             combining: true,
+            split_gate: true,
             side_structure: SideStructure::WithScans,
             side_ranges: 4,
             side_merge_entries: 4096,

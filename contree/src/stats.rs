@@ -75,6 +75,10 @@ pub struct Stats {
     /// Periods that ended with unnecessary contention and asked for a Contention Split
     /// (some are skipped: the leaf changed meanwhile, or the parent could not take the key).
     pub contention_split_attempts: u64,
+    /// Splits a writer gave up because another thread was splitting the same node; the
+    /// writer waited for that split and retried its operation
+    /// ([`Config::split_gate`](crate::Config::split_gate)).
+    pub split_gate_waits: u64,
     /// Contended Contention Split periods of appends at a leaf's end, which asked for no
     /// split ([`Config::contention_split_appends`](crate::Config::contention_split_appends)
     /// off): the writers of an append hot spot, served by leaf combining instead.
@@ -248,6 +252,7 @@ impl Tree {
                 .events
                 .contention_split_attempts
                 .load(Ordering::Relaxed),
+            split_gate_waits: core.events.split_gate_waits.load(Ordering::Relaxed),
             latch_slow_paths: core.counters.sum(Counter::LatchSlowPaths).max(0) as u64,
             latch_handoffs: core.counters.sum(Counter::LatchHandoffs).max(0) as u64,
             append_hot_periods: core.policy.append_hot_periods(),

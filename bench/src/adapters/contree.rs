@@ -49,6 +49,11 @@ pub const VARIANTS: &[Variant] = &[
         |shape| build_changed(shape, |c| c.combining = false),
     ),
     (
+        "contree-nogate",
+        "contree with split gates off (split_gate = false)",
+        |shape| build_changed(shape, |c| c.split_gate = false),
+    ),
+    (
         "contree-side",
         "contree with the side structure for hot ranges always on (side_structure = Always)",
         |shape| build_changed(shape, |c| c.side_structure = SideStructure::Always),

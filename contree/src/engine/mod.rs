@@ -66,6 +66,8 @@ pub(crate) struct Events {
     pub merges: AtomicU64,
     pub contention_splits: AtomicU64,
     pub contention_split_attempts: AtomicU64,
+    /// Splits given up because another thread held the node's split gate (`smo::gate`).
+    pub split_gate_waits: AtomicU64,
     pub xmerge_attempts: AtomicU64,
     pub xmerges: AtomicU64,
     pub pages_freed: AtomicU64,
@@ -123,6 +125,8 @@ pub(crate) struct TreeCore {
     pub(crate) heap: Mutex<crate::heap::HeapState>,
     /// The side structure for hot ranges (`side`).
     pub(crate) side: crate::side::Side,
+    /// One splitter per node (`smo::gate`).
+    pub(crate) gates: crate::smo::SplitGates,
     /// Whether the root is a partition table (`crate::partition`), for the paths that look
     /// at the table outside a descent; set before the tree is shared, never changed.
     pub(crate) partitioned: bool,
@@ -164,6 +168,7 @@ impl TreeCore {
             pool,
             policy: LeafPolicies::new(&config),
             side: crate::side::Side::new(&config),
+            gates: crate::smo::SplitGates::new(config.split_gate),
             config,
             counters: StripedCounters::default(),
             events: Events::default(),

@@ -1,4 +1,4 @@
-//! Structure changes: splits (`split`), merges after removals (`merge`) and XMerge
+//! Structure changes: splits (`split`, one splitter per node: `gate`), merges after removals (`merge`) and XMerge
 //! (`xmerge`). Every change of an inner node, whichever of these makes it, passes through
 //! `inner`.
 //!
@@ -6,6 +6,8 @@
 //! tree order; merges and XMerge take latches only with `try`, so they never wait and never
 //! slow the data path down.
 
+mod gate;
+pub(crate) use gate::SplitGates;
 mod inner;
 mod merge;
 pub(crate) use merge::Deferred;

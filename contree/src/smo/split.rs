@@ -8,6 +8,7 @@
 //! left node stays full. The node keeps the upper half in place, so the rightmost node of
 //! each level keeps its page.
 
+use super::gate::{Entry, GateHold};
 use crate::engine::{Above, Target, TreeCore};
 use crate::error::Error;
 use crate::long_key::KeyRefs;
@@ -33,7 +34,7 @@ impl TreeCore {
             .contention_split_attempts
             .fetch_add(1, Ordering::Relaxed);
         for _ in 0..2 {
-            match self.retry(|| self.split_attempt(sep, 0, Some(sep), 0, 0)) {
+            match self.retry(|| self.split_attempt(sep, 0, Some(sep), 0, 0, None)) {
                 SplitOutcome::Done => return,
                 SplitOutcome::ParentFull => {
                     if self.split_for(sep, 1, false, 0, 0).is_err() {
@@ -72,8 +73,16 @@ impl TreeCore {
         unless_free: usize,
     ) -> Result<(), Error> {
         let mut reclaims = 0;
+        // One splitter per node (`gate`); not under a memory budget, whose splits may give
+        // the node room without a split and count their rounds (`reclaim`).
+        let mut hold = self.gates.hold();
+        let budget = self.has_memory_budget();
         loop {
-            match self.retry(|| self.split_attempt(key, level, None, room, unless_free)) {
+            let mut gate = (!budget).then_some(&mut hold);
+            match self.retry(|| {
+                let gate = gate.as_deref_mut();
+                self.split_attempt(key, level, None, room, unless_free, gate)
+            }) {
                 SplitOutcome::Done => {
                     self.retry_deferred_merge();
                     return Ok(());
@@ -99,7 +108,9 @@ impl TreeCore {
     /// One try at splitting the node at `level` that holds `key`: in the middle (or at the
     /// end for appends), or, for Contention Split, right after the key `at`; a leaf split
     /// for an insert leaves `room` bytes free on `key`'s side where it can (see
-    /// [`split_for`](Self::split_for)); `unless_free` as there.
+    /// [`split_for`](Self::split_for)); `unless_free` as there. With a `gate` hold, the
+    /// attempt first takes the node's split gate (`gate`); one that had to wait for another
+    /// splitter of the node splits only if the node still lacks room.
     fn split_attempt(
         &self,
         key: &[u8],
@@ -107,6 +118,7 @@ impl TreeCore {
         at: Option<&[u8]>,
         room: usize,
         unless_free: usize,
+        gate: Option<&mut GateHold<'_>>,
     ) -> Result<SplitOutcome, Restart> {
         if level > 0 && self.shorter_than(key, level)? {
             // The tree (or the key's partition) lost levels since the caller found the node
@@ -115,6 +127,24 @@ impl TreeCore {
             return Ok(SplitOutcome::Done);
         }
         let (here, above) = self.optimistic_descend(Target::Key(key, level))?;
+        let mut unless_free = unless_free;
+        if let Some(hold) = gate {
+            if hold.enter(here.pid) == Entry::Waited {
+                // Another thread split the node while this one waited for its gate, so the
+                // descent above is stale: look again, holding the gate.
+                self.events.split_gate_waits.fetch_add(1, Ordering::Relaxed);
+                return Err(Restart);
+            }
+            if hold.waited() {
+                // Split the node again only if it still lacks room (for a leaf, the
+                // insert's); let the caller retry where that is not known (an inner node's
+                // room for a separator).
+                unless_free = unless_free.max(room);
+                if unless_free == 0 {
+                    return Ok(SplitOutcome::Done);
+                }
+            }
+        }
         if unless_free > 0 && level == 0 && here.node.free_space() >= unless_free {
             // Another thread split the leaf since the caller found it full.
             here.guard.validate()?;

@@ -403,7 +403,20 @@ impl HybridLatch {
     /// now, so that no snapshot taken before (of the page's previous life, or of the zeroed
     /// word by a reader holding a stale id) validates against it. Fails, changing nothing, if
     /// a thread holding a stale id has latched the word right now.
+    ///
+    /// A word that reads 0 with a floor of 0 (a page handed out for the first time) is
+    /// claimed by a compare-exchange from 0 first: it is the page's first touch, and a write
+    /// faults the page in once, where a load would map the kernel's shared zero page and the
+    /// exchange after it fault again to replace it (and flush the other CPUs' TLBs).
     pub(crate) fn renew(&self, floor: u64) -> bool {
+        if floor & VERSION_MASK == 0
+            && self
+                .state
+                .compare_exchange(0, VERSION_ONE, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+        {
+            return true;
+        }
         let s = self.state.load(Ordering::Relaxed);
         if s & (EXCLUSIVE | SHARED_MASK) != 0 {
             return false;

@@ -78,6 +78,8 @@ struct Totals {
     splits: AtomicU64,
     merges: AtomicU64,
     contention_splits: AtomicU64,
+    /// Splits given up for another thread's split of the same node (`smo::gate`).
+    split_gate_waits: AtomicU64,
     xmerges: AtomicU64,
     out_of_space: AtomicU64,
     out_of_line: AtomicU64,
@@ -514,6 +516,9 @@ fn execution(model: &Model, totals: &Totals) {
     totals
         .contention_splits
         .fetch_add(s.contention_splits, Ordering::Relaxed);
+    totals
+        .split_gate_waits
+        .fetch_add(s.split_gate_waits, Ordering::Relaxed);
     totals.xmerges.fetch_add(s.xmerges, Ordering::Relaxed);
     totals.out_of_line.fetch_add(
         (s.out_of_line_values + s.out_of_line_keys) as u64,
@@ -639,12 +644,13 @@ fn check(model: Model) -> Arc<Totals> {
     run_schedules(move || execution(&model, &t));
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     eprintln!(
-        "{} executions: {} splits, {} merges, {} contention splits, {} XMerges, {} out of space, \
+        "{} executions: {} splits ({} waits at split gates), {} merges, {} contention splits, {} XMerges, {} out of space, \
          {} out-of-line entries at the end, height up to {}, {} operations combined, \
          {} diverted to the side structure, {} updates in line mode, {} line mode exits ({} evictions), \
          {} mark-bit rejections, {} segment inserts, {} records moved, {} leaf phases run again, {} slices, {} melds, {} cohort latches",
         get(&totals.executions),
         get(&totals.splits),
+        get(&totals.split_gate_waits),
         get(&totals.merges),
         get(&totals.contention_splits),
         get(&totals.xmerges),

@@ -126,6 +126,34 @@ fn contention_split() {
     assert!(totals.contention_splits.load(Ordering::Relaxed) > 0);
 }
 
+/// Split gates (`smo::gate`): writers filling the same few leaves (large values in small
+/// pages) find them full together; one splits each while the others wait at its gate and
+/// then split again only where the leaf still lacks room. Every result must be
+/// linearizable for its key, and a waiter must neither hang nor lose its insert.
+#[test]
+fn split_gates() {
+    let totals = check(Model {
+        config: Config {
+            contention_split: false,
+            merge_threshold: 0.0,
+            ..small_config()
+        },
+        keys: 60,
+        long_keys: false,
+        initially: |_| false,
+        threads: 3,
+        ops_per_thread: 6,
+        hot: 30..36,
+        max_value: 120,
+        weights: [9, 1, 1, 0, 0],
+        holder_yields: 0,
+        mark_hot: false,
+        update_bias: 0,
+    });
+    assert!(totals.splits.load(Ordering::Relaxed) > 0);
+    assert!(totals.split_gate_waits.load(Ordering::Relaxed) > 0);
+}
+
 /// Leaf combining: writers of a few keys of one leaf (inline values) hand their inserts and
 /// removals to the thread holding the leaf's latch, which applies them in its critical
 /// section; every result must still be linearizable for its key, and reach its own caller.
