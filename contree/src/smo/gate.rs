@@ -8,8 +8,10 @@
 //! changed the leaf meanwhile, which under such traffic is nearly every time; the writer
 //! whose attempt gets through splits wherever its own key lies, so a late key of the append
 //! stream splits the leaf in the middle. A gate lets one of them split and parks the others
-//! until that split is over; then they retry their inserts, which mostly fit. Measured on
-//! `seq-insert` (`docs/design.md`, "Split gates").
+//! until that split is over; then each looks at the leaf again and splits it only if it
+//! still lacks room (mostly it has room, and the writer retries its insert). Measured on
+//! `seq-insert` and `hot-insert` (`docs/design.md`, "Split gates and one fault per fresh
+//! page").
 //!
 //! **Protocol.** A tree has [`GATES`] gates, each a mutex and the tag of the page it is
 //! held for (id + 1; 0 when free); the gate of a page is the one its id hashes to. A
