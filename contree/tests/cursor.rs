@@ -487,3 +487,72 @@ fn scans_read_every_entry_form() {
     }
     assert_eq!(walked, all);
 }
+
+/// Runs of entries of one shape (key and value lengths), then a shape whose length header
+/// differs in one byte only: the visitor scans decode a length header once and reuse it
+/// while the entries after it have the same header, so every change of shape, in either
+/// byte of a two-byte header and in either half of a one-byte header, must be seen. Scans
+/// start at every key of a sample, both ways, against the oracle.
+#[test]
+fn scans_see_every_change_of_entry_shape() {
+    // (bytes after the 4-byte id, value length): one-byte headers (suffix under 8 after
+    // the shared prefix, value under 16), two-byte headers (longer suffixes or values),
+    // neighbours that differ only in the value's length or only in the key's.
+    const SHAPES: [(usize, usize); 8] = [
+        (0, 8),
+        (0, 9),
+        (1, 9),
+        (6, 40),
+        (6, 41),
+        (7, 41),
+        (2, 0),
+        (2, 15),
+    ];
+    for page_size in [1024, 4096] {
+        let tree = Tree::with_config(Config {
+            page_size,
+            space_manager: false,
+            ..Config::default()
+        })
+        .unwrap();
+        let mut oracle = Oracle::new();
+        let mut rng = StdRng::seed_from_u64(page_size as u64);
+        let mut shape = 0;
+        let mut i = 0u32;
+        while i < 6000 {
+            let run = rng.gen_range(1..6);
+            for _ in 0..run {
+                let (extra, vlen) = SHAPES[shape];
+                let mut k = b"s".to_vec();
+                k.extend_from_slice(&i.to_be_bytes());
+                k.extend((0..extra).map(|_| rng.gen::<u8>()));
+                let v: Vec<u8> = (0..vlen).map(|_| rng.gen()).collect();
+                tree.insert(&k, &v).unwrap();
+                oracle.insert(k, v);
+                i += 1;
+            }
+            shape = (shape + rng.gen_range(1..SHAPES.len())) % SHAPES.len();
+        }
+        let all: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for start in (0..all.len()).step_by(97).chain([0, all.len() - 1]) {
+            let from = all[start].0.clone();
+            let mut seen = Vec::new();
+            tree.scan(from.clone().., |k, v| {
+                seen.push((k.to_vec(), v.to_vec()));
+                ControlFlow::<()>::Continue(())
+            });
+            assert_eq!(seen, all[start..], "page {page_size}, forward from {start}");
+            seen.clear();
+            tree.scan_rev(..=from, |k, v| {
+                seen.push((k.to_vec(), v.to_vec()));
+                ControlFlow::<()>::Continue(())
+            });
+            seen.reverse();
+            assert_eq!(
+                seen,
+                all[..=start],
+                "page {page_size}, backward from {start}"
+            );
+        }
+    }
+}

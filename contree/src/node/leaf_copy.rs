@@ -97,6 +97,17 @@ struct Short {
     place: Place,
 }
 
+/// The decoded length header that `LeafCopy::walk_short` reuses for the entries after it
+/// with the same header: the key's length (prefix and suffix), the value's length, and
+/// where the rest of the suffix and the value start after the entry's offset.
+#[derive(Clone, Copy, Default)]
+struct Shape {
+    key_len: usize,
+    value_len: usize,
+    rest_at: usize,
+    value_at: usize,
+}
+
 /// Room a key buffer needs after the prefix for `LeafCopy::put_short`: the head and the rest
 /// of a suffix under 64 bytes, copied in eight-byte blocks.
 const SHORT_KEY_ROOM: usize = 4 + 64;
@@ -656,6 +667,17 @@ impl LeafCopy {
         let k = key.as_mut_ptr();
         let mut i = from;
         let mut klen = None;
+        // The decode of the last length header, reused while the entries that follow have
+        // the same header (with fixed-size keys and values every entry of a leaf has):
+        // `form` is the header's bytes under `mask` (the first byte, or both for the
+        // two-byte form; a mask of 0 with `form` 0xFFFF matches no entry), `limit` the
+        // largest offset at which an entry of that shape ends inside the copy, and
+        // `shape` its key's length (prefix and suffix), its value's length, and where its
+        // rest and its value start after the entry's offset.
+        let mut form: u16 = 0xFFFF;
+        let mut mask: u16 = 0;
+        let mut limit: usize = 0;
+        let mut shape = Shape::default();
         let flow = loop {
             let n = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
             if n >= end {
@@ -671,32 +693,52 @@ impl LeafCopy {
                     std::ptr::read_unaligned(slot.add(4) as *const u16) as usize,
                 )
             };
-            if off >= size {
-                break ControlFlow::Continue(());
+            let same = off <= limit
+                // SAFETY: `off <= limit < size`, and the buffer holds `size + PAD` bytes
+                // (`PAD >= 2`).
+                && u16::from_le_bytes(unsafe {
+                    std::ptr::read_unaligned(base.add(off) as *const [u8; 2])
+                }) & mask
+                    == form;
+            if !same {
+                if off >= size {
+                    break ControlFlow::Continue(());
+                }
+                // SAFETY: `off < size`, and the buffer holds `size + PAD` bytes.
+                let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
+                let (suffix_len, value_len, header_len, m) = if h[0] < 0x80 {
+                    ((h[0] >> 4) as usize, (h[0] & 0x0F) as usize, 1, 0x00FF)
+                } else if h[0] < 0xC0 {
+                    ((h[0] & 0x3F) as usize, h[1] as usize, 2, 0xFFFF)
+                } else {
+                    break ControlFlow::Continue(());
+                };
+                let value_at = header_len + suffix_len.saturating_sub(4);
+                if off + value_at + value_len > size {
+                    break ControlFlow::Continue(());
+                }
+                mask = m;
+                form = u16::from_le_bytes(h) & m;
+                limit = size - (value_at + value_len);
+                shape = Shape {
+                    key_len: plen + suffix_len,
+                    value_len,
+                    rest_at: header_len,
+                    value_at,
+                };
             }
-            // SAFETY: `off < size` and the buffer holds `size + PAD` bytes (`PAD >= 2`).
-            let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
-            let (suffix_len, value_len, rest_off) = if h[0] < 0x80 {
-                ((h[0] >> 4) as usize, (h[0] & 0x0F) as usize, off + 1)
-            } else if h[0] < 0xC0 {
-                ((h[0] & 0x3F) as usize, h[1] as usize, off + 2)
-            } else {
-                break ControlFlow::Continue(());
-            };
-            let rest_len = suffix_len.saturating_sub(4);
-            let value_off = rest_off + rest_len;
-            if value_off + value_len > size {
-                break ControlFlow::Continue(());
-            }
+            let rest_off = off + shape.rest_at;
+            let rest_len = shape.value_at - shape.rest_at;
+            let value_off = off + shape.value_at;
             // SAFETY: `key` holds at least `plen` initialised bytes (its prefix) and has room
             // for `plen + SHORT_KEY_ROOM` (the caller's contract, checked in debug builds);
             // the head goes to `plen..plen + 4` and the rest's eight-byte blocks (at most 8:
             // `rest_len < 60`) to `plen + 4..plen + 4 + 64`, inside that room. The source
-            // blocks end at most 7 bytes past the rest, whose end (`value_off`) was checked
-            // to lie inside the copy: inside the buffer, which holds `PAD >= 7` bytes more.
-            // `key` is a separate allocation. Afterwards `key[..plen + suffix_len]` is
-            // initialised (prefix, head, rest), and the value `value_off..+value_len` lies
-            // inside the copy (checked above).
+            // blocks end at most 7 bytes past the rest, whose end (`value_off`) lies inside
+            // the copy with the value after it (the decode checked that for this offset, or
+            // `off <= limit` for an entry of the shape it checked): inside the buffer, which
+            // holds `PAD >= 7` bytes more. `key` is a separate allocation. Afterwards
+            // `key[..shape.key_len]` is initialised (prefix, head, rest).
             let (kb, v) = unsafe {
                 std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head.to_be_bytes());
                 let src = base.add(rest_off);
@@ -710,12 +752,12 @@ impl LeafCopy {
                     j += 8;
                 }
                 (
-                    std::slice::from_raw_parts(k as *const u8, plen + suffix_len),
-                    std::slice::from_raw_parts(base.add(value_off), value_len),
+                    std::slice::from_raw_parts(k as *const u8, shape.key_len),
+                    std::slice::from_raw_parts(base.add(value_off), shape.value_len),
                 )
             };
             i = n;
-            klen = Some(plen + suffix_len);
+            klen = Some(shape.key_len);
             if let ControlFlow::Break(r) = f(kb, v) {
                 break ControlFlow::Break(r);
             }
