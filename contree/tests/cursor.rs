@@ -489,24 +489,28 @@ fn scans_read_every_entry_form() {
 }
 
 /// Runs of entries of one shape (key and value lengths), then a shape whose length header
-/// differs in one byte only: the visitor scans decode a length header once and reuse it
-/// while the entries after it have the same header, so every change of shape, in either
-/// byte of a two-byte header and in either half of a one-byte header, must be seen. Scans
-/// start at every key of a sample, both ways, against the oracle.
+/// differs in one byte only: the visitor scans and the ranges decode a length header once
+/// and reuse it while the entries after it have the same header (`node::Memo`), so every
+/// change of shape, in either byte of a two-byte header and in either half of a one-byte
+/// header, must be seen. Scans and ranges start at every key of a sample, both ways,
+/// against the oracle.
 #[test]
 fn scans_see_every_change_of_entry_shape() {
     // (bytes after the 4-byte id, value length): one-byte headers (suffix under 8 after
     // the shared prefix, value under 16), two-byte headers (longer suffixes or values),
     // neighbours that differ only in the value's length or only in the key's.
-    const SHAPES: [(usize, usize); 8] = [
+    const SHAPES: [(usize, usize); 11] = [
         (0, 8),
         (0, 9),
         (1, 9),
+        (2, 0),
+        (2, 15),
+        (6, 16),
+        (6, 17),
+        (7, 17),
         (6, 40),
         (6, 41),
         (7, 41),
-        (2, 0),
-        (2, 15),
     ];
     for page_size in [1024, 4096] {
         let tree = Tree::with_config(Config {

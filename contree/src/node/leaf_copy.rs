@@ -97,15 +97,100 @@ struct Short {
     place: Place,
 }
 
-/// The decoded length header that `LeafCopy::walk_short` reuses for the entries after it
-/// with the same header: the key's length (prefix and suffix), the value's length, and
-/// where the rest of the suffix and the value start after the entry's offset.
-#[derive(Clone, Copy, Default)]
+/// The shape of a short entry, from its length header: the key's length (the copy's prefix
+/// and the suffix), the value's length, and where the rest of the suffix and the value
+/// start after the entry's offset.
+#[derive(Clone, Copy, Debug, Default)]
 struct Shape {
     key_len: usize,
     value_len: usize,
     rest_at: usize,
     value_at: usize,
+}
+
+/// A short entry's decoded length header, reused for the entries after it that have the
+/// same header (with fixed-size keys and values, every entry of a leaf has): the per-entry
+/// step of scans then checks the header's bytes and the entry's offset instead of decoding
+/// the header and checking where the entry ends.
+///
+/// `form` is the header's bytes under `mask` (the first byte, or both for the two-byte
+/// form; the empty memo's mask of 0 with `form` 0xFFFF matches no entry), `limit` the
+/// largest offset at which an entry of this shape ends inside the copy it was decoded
+/// from. A memo is only used with the copy it was decoded from (while that copy is
+/// unchanged), whose size bounds `limit`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Memo {
+    form: u16,
+    mask: u16,
+    limit: usize,
+    shape: Shape,
+}
+
+impl Default for Memo {
+    fn default() -> Memo {
+        Memo {
+            form: 0xFFFF,
+            mask: 0,
+            limit: 0,
+            shape: Shape::default(),
+        }
+    }
+}
+
+impl Memo {
+    /// The shape of the entry at `off` in the copy at `base` if its header is the memo's
+    /// (`None`: decode it).
+    ///
+    /// # Safety
+    /// `base` is the buffer of the copy the memo was decoded from (or any copy's, for the
+    /// empty memo), unchanged since.
+    #[inline(always)]
+    unsafe fn hit(&self, base: *const u8, off: usize) -> Option<Shape> {
+        // SAFETY: `off <= limit`, and `limit` is below the size of the copy at `base` (the
+        // caller's contract), whose buffer holds `PAD >= 2` bytes more.
+        let same = off <= self.limit
+            && u16::from_le_bytes(unsafe {
+                std::ptr::read_unaligned(base.add(off) as *const [u8; 2])
+            }) & self.mask
+                == self.form;
+        same.then_some(self.shape)
+    }
+
+    /// Decodes the length header of the entry at `off` in the copy at `base` (`size`
+    /// bytes, then `PAD`), whose keys start with `plen` prefix bytes: the memo of its
+    /// shape, or `None` if it is not short (see `LeafCopy::short_header`) or does not end
+    /// inside the copy (garbage of a copy that was not validated).
+    #[inline(always)]
+    fn decode(base: *const u8, size: usize, off: usize, plen: usize) -> Option<Memo> {
+        if off >= size {
+            return None;
+        }
+        // SAFETY: `off < size`, and the buffer holds `size + PAD` bytes (`PAD >= 2`).
+        let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
+        let (suffix_len, value_len, header_len, mask) = if h[0] < 0x80 {
+            ((h[0] >> 4) as usize, (h[0] & 0x0F) as usize, 1, 0x00FF)
+        } else if h[0] < 0xC0 {
+            ((h[0] & 0x3F) as usize, h[1] as usize, 2, 0xFFFF)
+        } else {
+            return None;
+        };
+        let value_at = header_len + suffix_len.saturating_sub(4);
+        let end = value_at + value_len;
+        if off + end > size {
+            return None;
+        }
+        Some(Memo {
+            form: u16::from_le_bytes(h) & mask,
+            mask,
+            limit: size - end,
+            shape: Shape {
+                key_len: plen + suffix_len,
+                value_len,
+                rest_at: header_len,
+                value_at,
+            },
+        })
+    }
 }
 
 /// Room a key buffer needs after the prefix for `LeafCopy::put_short`: the head and the rest
@@ -481,24 +566,55 @@ impl LeafCopy {
     /// offset inside the copy), so the step costs two range checks and the decode.
     #[inline(always)]
     pub(crate) fn copy_short(&self, i: usize) -> Option<(Bytes, Bytes)> {
+        self.copy_short_memo(i, &mut Memo::default())
+    }
+
+    /// [`copy_short`](Self::copy_short) with a [`Memo`] of the last entry this copy
+    /// decoded for it (empty, or decoded from this copy by this function, while the copy
+    /// is unchanged): the step of a range's window, which walks one copy.
+    #[inline(always)]
+    pub(crate) fn copy_short_memo(&self, i: usize, memo: &mut Memo) -> Option<(Bytes, Bytes)> {
         const CAP: usize = Bytes::INLINE_CAPACITY;
-        let (head, off, suffix_len, value_len, rest_at) = self.short_header(i)?;
-        // SAFETY: `off < size` (`short_header`) and the buffer holds `size + PAD`
-        // initialised bytes with `ENTRY_READ <= PAD`; the reference is to this copy's own
-        // bytes, which nothing writes while `&self` is borrowed.
-        let w = unsafe { &*(self.buf.as_ptr().cast::<u8>().add(off) as *const [u8; ENTRY_READ]) };
+        // A copy never loaded, or whose load failed, has `slots` 0.
+        if i >= self.slots {
+            return None;
+        }
+        let base = self.buf.as_ptr() as *const u8;
+        // SAFETY: `i < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which the
+        // buffer holds (`size + PAD` initialised bytes); the copy is private and immutable
+        // while `&self` is borrowed.
+        let (head, off) = unsafe {
+            let slot = base.add(HEADER + i * SLOT);
+            (
+                std::ptr::read_unaligned(slot as *const u32),
+                std::ptr::read_unaligned(slot.add(4) as *const u16) as usize,
+            )
+        };
         // A prefix longer than a `Bytes` holds inline has length `NO_TEMPLATE`: no key fits.
         let plen = self.template.len as usize;
-        let klen = plen + suffix_len;
-        if klen > CAP || value_len > CAP {
-            return None;
-        }
-        let rest_len = suffix_len.saturating_sub(4);
-        let value_at = rest_at + rest_len;
-        // As `short_entry`: the value lies inside the copy (the rest before it then does).
-        if off + value_at + value_len > self.size {
-            return None;
-        }
+        // SAFETY: `memo` is empty or was decoded from this copy (the caller's contract).
+        let shape = match unsafe { memo.hit(base, off) } {
+            Some(shape) => shape,
+            None => {
+                let m = Memo::decode(base, self.size, off, plen)?;
+                if m.shape.key_len > CAP || m.shape.value_len > CAP {
+                    return None;
+                }
+                *memo = m;
+                m.shape
+            }
+        };
+        let (klen, value_len, rest_at, value_at) = (
+            shape.key_len,
+            shape.value_len,
+            shape.rest_at,
+            shape.value_at,
+        );
+        let rest_len = value_at - rest_at;
+        // SAFETY: `off < size` (the memo's `limit`, or the decode's check) and the buffer
+        // holds `size + PAD` initialised bytes with `ENTRY_READ <= PAD`; the reference is to
+        // this copy's own bytes, which nothing writes while `&self` is borrowed.
+        let w = unsafe { &*(base.add(off) as *const [u8; ENTRY_READ]) };
         // The key is built in a copy of the template (the prefix, then zeros): the four
         // head bytes after the prefix, then the rest as the block that starts where it
         // starts, which may copy bytes past the key's end (not part of the `Bytes`); a rest
@@ -506,12 +622,24 @@ impl LeafCopy {
         // copied exactly. `plen <= klen <= CAP`, so head and block lie inside the template
         // (`CAP + 4 + REST_BLOCK` is its length).
         let mut k = self.template.bytes;
-        k[plen..plen + 4].copy_from_slice(&head.to_be_bytes());
         let at = plen + 4;
-        if rest_len <= REST_BLOCK {
-            k[at..at + REST_BLOCK].copy_from_slice(&w[rest_at..rest_at + REST_BLOCK]);
-        } else {
+        if rest_len > REST_BLOCK {
+            k[plen..at].copy_from_slice(&head.to_be_bytes());
             copy_exact(&mut k, at, w, rest_at, rest_len)?;
+        } else {
+            // One check for the fixed-size moves below (a short entry's shape makes it
+            // hold: `plen <= CAP`, `rest_at <= 2`, `value_at <= 2 + 18`).
+            if at + REST_BLOCK > TEMPLATE || rest_at > 2 || value_at > ENTRY_READ - CAP {
+                return None;
+            }
+            // SAFETY: `at + REST_BLOCK <= TEMPLATE` (checked), so the head (`plen..at`) and
+            // the block lie inside `k`; `rest_at + REST_BLOCK <= 2 + 16 <= ENTRY_READ`, so
+            // the block's source lies inside `w`; `k` is a local copy, apart from `w`.
+            unsafe {
+                let kp = k.as_mut_ptr();
+                std::ptr::write_unaligned(kp.add(plen) as *mut [u8; 4], head.to_be_bytes());
+                std::ptr::copy_nonoverlapping(w.as_ptr().add(rest_at), kp.add(at), REST_BLOCK);
+            }
         }
         let vb: [u8; CAP] = w[value_at..value_at + CAP].try_into().ok()?;
         let kb: [u8; CAP] = k[..CAP].try_into().ok()?;
@@ -667,17 +795,8 @@ impl LeafCopy {
         let k = key.as_mut_ptr();
         let mut i = from;
         let mut klen = None;
-        // The decode of the last length header, reused while the entries that follow have
-        // the same header (with fixed-size keys and values every entry of a leaf has):
-        // `form` is the header's bytes under `mask` (the first byte, or both for the
-        // two-byte form; a mask of 0 with `form` 0xFFFF matches no entry), `limit` the
-        // largest offset at which an entry of that shape ends inside the copy, and
-        // `shape` its key's length (prefix and suffix), its value's length, and where its
-        // rest and its value start after the entry's offset.
-        let mut form: u16 = 0xFFFF;
-        let mut mask: u16 = 0;
-        let mut limit: usize = 0;
-        let mut shape = Shape::default();
+        // The last length header decoded, reused while the entries after it have the same.
+        let mut memo = Memo::default();
         let flow = loop {
             let n = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
             if n >= end {
@@ -693,40 +812,17 @@ impl LeafCopy {
                     std::ptr::read_unaligned(slot.add(4) as *const u16) as usize,
                 )
             };
-            let same = off <= limit
-                // SAFETY: `off <= limit < size`, and the buffer holds `size + PAD` bytes
-                // (`PAD >= 2`).
-                && u16::from_le_bytes(unsafe {
-                    std::ptr::read_unaligned(base.add(off) as *const [u8; 2])
-                }) & mask
-                    == form;
-            if !same {
-                if off >= size {
-                    break ControlFlow::Continue(());
+            // SAFETY: `memo` is empty or was decoded from this copy.
+            let shape = match unsafe { memo.hit(base, off) } {
+                Some(shape) => shape,
+                None => {
+                    let Some(m) = Memo::decode(base, size, off, plen) else {
+                        break ControlFlow::Continue(());
+                    };
+                    memo = m;
+                    m.shape
                 }
-                // SAFETY: `off < size`, and the buffer holds `size + PAD` bytes.
-                let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
-                let (suffix_len, value_len, header_len, m) = if h[0] < 0x80 {
-                    ((h[0] >> 4) as usize, (h[0] & 0x0F) as usize, 1, 0x00FF)
-                } else if h[0] < 0xC0 {
-                    ((h[0] & 0x3F) as usize, h[1] as usize, 2, 0xFFFF)
-                } else {
-                    break ControlFlow::Continue(());
-                };
-                let value_at = header_len + suffix_len.saturating_sub(4);
-                if off + value_at + value_len > size {
-                    break ControlFlow::Continue(());
-                }
-                mask = m;
-                form = u16::from_le_bytes(h) & m;
-                limit = size - (value_at + value_len);
-                shape = Shape {
-                    key_len: plen + suffix_len,
-                    value_len,
-                    rest_at: header_len,
-                    value_at,
-                };
-            }
+            };
             let rest_off = off + shape.rest_at;
             let rest_len = shape.value_at - shape.rest_at;
             let value_off = off + shape.value_at;

@@ -66,7 +66,7 @@ mod tests;
 mod tests_resize;
 
 pub(crate) use builder::{Builder, Scratch};
-pub(crate) use leaf_copy::{LeafCopy, Place};
+pub(crate) use leaf_copy::{LeafCopy, Memo, Place};
 pub(crate) use reshape::Extra;
 
 use crate::blob::{self, Stub, STUB_LEN};

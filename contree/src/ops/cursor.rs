@@ -23,7 +23,7 @@
 
 use super::cursor_kit::{self, Kit};
 use crate::engine::{LeafParent, Target, TreeCore};
-use crate::node::{Node, Place};
+use crate::node::{Memo, Node, Place};
 use crate::page::Directory;
 use crate::sync::{Backoff, OptimisticGuard, Restart};
 use crate::{Bytes, Tree};
@@ -424,6 +424,15 @@ impl<'t> Cursor<'t> {
     #[inline(always)]
     pub(crate) fn short_at(&self, index: usize) -> Option<(Bytes, Bytes)> {
         self.kit.leaf.copy_short(index)
+    }
+
+    /// [`short_at`](Self::short_at) with a [`Memo`] of the entries this cursor's leaf copy
+    /// decoded last (see [`LeafCopy::copy_short_memo`](crate::node::LeafCopy::copy_short_memo)):
+    /// the memo must be empty or come from this function on this cursor while it has not
+    /// moved (its copy is unchanged).
+    #[inline(always)]
+    pub(crate) fn short_at_memo(&self, index: usize, memo: &mut Memo) -> Option<(Bytes, Bytes)> {
+        self.kit.leaf.copy_short_memo(index, memo)
     }
 
     /// Moves the cursor onto the entry `ahead` places after (`FORWARD`) or before the

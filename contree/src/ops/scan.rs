@@ -8,6 +8,7 @@
 
 use super::bounds::KeyRange;
 use super::cursor::Cursor;
+use crate::node::Memo;
 use crate::{Bytes, Tree};
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
@@ -55,11 +56,15 @@ pub struct Range<'t> {
 /// does. Opened when the cursor enters a leaf while the range is walked from that end only
 /// (`Range::open_window`); closed (`len` 0) before anything moves a cursor (`Range::sync`).
 /// The fast path of the fast path: `next_short` checks, for every entry, that the other
-/// end is unused, that the cursor has the entry, and the bound.
+/// end is unused, that the cursor has the entry, and the bound. `memo` holds the length
+/// header the window decoded last (see [`Memo`]); it is emptied whenever the window
+/// opens, and the cursor does not move while the window is open, so it always comes from
+/// the cursor's current copy.
 #[derive(Clone, Copy, Debug, Default)]
 struct Window {
     base: usize,
     len: usize,
+    memo: Memo,
 }
 
 impl std::fmt::Debug for Range<'_> {
@@ -213,9 +218,9 @@ impl<'t> Range<'t> {
     #[inline(always)]
     fn window_next<const FORWARD: bool>(&mut self) -> Option<Entry> {
         let (window, cursor, ahead) = if FORWARD {
-            (&self.front_window, &self.front, &mut self.front_ahead)
+            (&mut self.front_window, &self.front, &mut self.front_ahead)
         } else {
-            (&self.back_window, &self.back, &mut self.back_ahead)
+            (&mut self.back_window, &self.back, &mut self.back_ahead)
         };
         let a = *ahead;
         if a >= window.len {
@@ -226,7 +231,7 @@ impl<'t> Range<'t> {
         } else {
             window.base - 1 - a
         };
-        let entry = cursor.as_ref()?.short_at(index)?;
+        let entry = cursor.as_ref()?.short_at_memo(index, &mut window.memo)?;
         *ahead = a + 1;
         Some(entry)
     }
@@ -270,7 +275,11 @@ impl<'t> Range<'t> {
             } else {
                 &mut self.back_window
             };
-            *window = Window { base: index, len };
+            *window = Window {
+                base: index,
+                len,
+                memo: Memo::default(),
+            };
         }
     }
 
