@@ -575,3 +575,62 @@ fn common_prefix_counts_shared_bytes_at_every_length() {
         }
     }
 }
+
+/// A range's step with a memo kept across the entries of one copy (`copy_short_memo`, as a
+/// range's window keeps it) hands out what `read` reads: runs of entries of one shape (the
+/// memo's hits) broken by entries whose length header differs in one byte, in both short
+/// forms, up to the very end of the page.
+#[test]
+fn leaf_copy_memo_steps_match_read() {
+    const CAP: usize = crate::Bytes::INLINE_CAPACITY;
+    // (suffix length, value length): one-byte headers, then two-byte headers that differ
+    // from their neighbours in the value's length only.
+    let shapes = [
+        (3usize, 8usize),
+        (3, 9),
+        (5, 9),
+        (9, 16),
+        (9, 17),
+        (10, 17),
+        (2, 30),
+    ];
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    let mut i = 0u32;
+    'fill: for round in 0.. {
+        let (slen, vlen) = shapes[round % shapes.len()];
+        for _ in 0..1 + round % 4 {
+            let mut k = i.to_be_bytes().to_vec();
+            k.resize(slen.max(4), 0x5a);
+            let v = vec![i as u8; vlen];
+            if !insert(&mut n, &k, &v) {
+                break 'fill;
+            }
+            i += 1;
+        }
+    }
+    let mut copy = LeafCopy::default();
+    copy.load(&n.node()).unwrap();
+    assert!(copy.count() > 100);
+    let mut key = Vec::new();
+    for pass in 0..2 {
+        let mut memo = Memo::default();
+        for i in 0..copy.count() {
+            let place = copy.read(i, false, &mut key).unwrap();
+            let value = copy.value(place).to_vec();
+            let short = copy.copy_short_memo(i, &mut memo);
+            if key.len() <= CAP && value.len() <= CAP {
+                let (k, v) = short.unwrap_or_else(|| panic!("pass {pass} entry {i}"));
+                assert_eq!(
+                    (&k[..], &v[..]),
+                    (&key[..], &value[..]),
+                    "pass {pass} entry {i}"
+                );
+            } else {
+                assert!(short.is_none(), "pass {pass} entry {i}");
+            }
+        }
+        assert!(copy.copy_short_memo(copy.count(), &mut memo).is_none());
+    }
+}
