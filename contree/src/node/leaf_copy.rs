@@ -117,7 +117,10 @@ struct Shape {
 /// form; the empty memo's mask of 0 with `form` 0xFFFF matches no entry), `limit` the
 /// largest offset at which an entry of this shape ends inside the copy it was decoded
 /// from. A memo is only used with the copy it was decoded from (while that copy is
-/// unchanged), whose size bounds `limit`.
+/// unchanged), whose size bounds `limit`. (Read with another copy of the same size, a
+/// memo would still read inside that copy's buffer, since every copy of a tree has the
+/// tree's page size, and hand out wrong shapes only: `scans_match_oracle` fails when a
+/// range's window keeps the memo of the leaf before.)
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Memo {
     form: u16,

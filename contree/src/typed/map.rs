@@ -273,6 +273,11 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
 
     /// Returns a copy of the value for `key`, if present.
     ///
+    /// The value is read optimistically, as [`Tree::get_with`] reads it: a value whose
+    /// stored form takes up to [`GET_WITH_INLINE`](crate::GET_WITH_INLINE) bytes (every
+    /// integer, `char`, fixed-size array or tuple of them) is decoded from a copy on the
+    /// stack, so the lookup allocates nothing once the thread's key buffer exists.
+    ///
     /// ```
     /// use contree::TreeMap;
     ///
@@ -286,9 +291,13 @@ impl<K: KeyCodec, V: ValueCodec> TreeMap<K, V> {
         K: Borrow<Q>,
         Q: KeyEncode + ?Sized,
     {
-        // `Tree::get` reads optimistically and copies; `get_with` would decode in place but
-        // under the leaf's shared latch, a write to a shared cache line on every lookup.
-        with_key(key, |key| self.tree.get(key)).and_then(|value| V::decode_value_last(&value))
+        // `get_with` copies the value optimistically (onto the stack, up to
+        // `GET_WITH_INLINE` bytes) and decodes the copy after the read validated, holding no
+        // latch: a fixed-size value costs no allocation.
+        with_key(key, |key| {
+            self.tree.get_with(key, |value| V::decode_value_last(value))
+        })
+        .flatten()
     }
 
     /// Whether the map holds `key`.
