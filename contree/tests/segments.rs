@@ -253,3 +253,39 @@ fn segments_fall_back_and_switch_off() {
         }
     }
 }
+
+/// `first` reads the leftmost leaf in place (`Tree::edge_entry`): a key that waits in an
+/// insert segment of that leaf, below every key of its page, must still be the first. The
+/// read's validation fails on a leaf in line mode, which ends the mode and moves the
+/// segments' records into the page, and the read restarts.
+#[test]
+fn first_sees_a_key_in_an_insert_segment_of_the_leftmost_leaf() {
+    let _serial = serial();
+    let tree = tree(true);
+    for i in (100..400u64).step_by(2) {
+        tree.insert(&key(i), &value(i, 0)).unwrap();
+    }
+    // Updates in place switch the leaf into line mode (`LineMode::Always`); the new keys
+    // below the page's first go into its insert segments.
+    for round in 0..4u64 {
+        assert!(tree
+            .update_with(&key(100), |v| v[8] = round as u8)
+            .is_some());
+    }
+    let mut smallest = 100;
+    for i in [51u64, 41, 31] {
+        tree.insert(&key(i), &value(i, 1)).unwrap();
+        smallest = i;
+        assert_eq!(tree.first(), Some((key(i).to_vec(), value(i, 1))));
+        assert!(tree.update_with(&key(100), |v| v[8] = 9).is_some());
+    }
+    let stats = tree.stats();
+    assert!(stats.line_switches > 0, "{stats:?}");
+    assert!(
+        stats.segment_inserts > 0,
+        "no key went to a segment: {stats:?}"
+    );
+    assert_eq!(tree.first().unwrap().0, key(smallest).to_vec());
+    assert_eq!(tree.last().unwrap().0, key(398).to_vec());
+    tree.check_invariants().unwrap();
+}

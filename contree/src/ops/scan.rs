@@ -8,7 +8,8 @@
 
 use super::bounds::KeyRange;
 use super::cursor::Cursor;
-use crate::node::Memo;
+use crate::engine::Target;
+use crate::node::{Memo, ValueHint};
 use crate::{Bytes, Tree};
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
@@ -497,6 +498,9 @@ impl Tree {
     /// assert_eq!(tree.first(), Some((b"a".to_vec(), b"1".to_vec())));
     /// ```
     pub fn first(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        if let Some(entry) = self.edge_entry::<false>() {
+            return entry;
+        }
         let mut c = self.cursor();
         c.seek_to_first();
         c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()))
@@ -511,9 +515,52 @@ impl Tree {
     /// assert_eq!(tree.last(), Some((b"b".to_vec(), b"2".to_vec())));
     /// ```
     pub fn last(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        if let Some(entry) = self.edge_entry::<true>() {
+            return entry;
+        }
         let mut c = self.cursor();
         c.seek_to_last();
         c.entry().map(|(k, v)| (k.to_vec(), v.to_vec()))
+    }
+
+    /// [`first`](Self::first) (or [`last`](Self::last) if `LAST`) as a point read: the
+    /// edge leaf is reached by the point reads' descent (the rightmost leaf by the
+    /// optimistic descent), its first (last) entry copied out of the page and the leaf
+    /// validated, with no cursor and no copy of the leaf (callgrind, 10^6 keys: `first`
+    /// 1,756 -> 928 instructions, about a `get`'s 873). The smallest key of a non-empty leftmost leaf is the
+    /// tree's: the leaf holds every key up to its upper fence. `None` sends the caller to
+    /// the cursor: an empty edge leaf (a removal emptied it and its merge is pending; the
+    /// cursor moves on to the next leaf) and a tree that has stored a long key (whose
+    /// stored form the cursor expands). Hot ranges of the side structure are merged into
+    /// the tree first, as before a cursor's seek; a leaf in line mode fails the validation,
+    /// which ends line mode (moving its insert segments' records into the page), and the
+    /// read restarts.
+    fn edge_entry<const LAST: bool>(&self) -> Option<Option<(Vec<u8>, Vec<u8>)>> {
+        let core = &*self.core;
+        if core.has_long_keys() {
+            return None;
+        }
+        core.side.note_scan();
+        self.side_flush_all();
+        core.retry_read(|| {
+            let (node, guard) = if LAST {
+                let (leaf, _) = core.optimistic_descend(Target::Rightmost(0))?;
+                (leaf.node, leaf.guard)
+            } else {
+                core.point_leaf(&[])?
+            };
+            let count = node.count();
+            if count == 0 {
+                guard.validate()?;
+                return Ok(None);
+            }
+            let i = if LAST { count - 1 } else { 0 };
+            let mut key = Vec::new();
+            node.push_key(i, &mut key)?;
+            let value = node.value(i, ValueHint::NONE, core.directory())?;
+            guard.validate()?;
+            Ok(Some(Some((key, value))))
+        })
     }
 
     /// Calls `f` with every entry whose key lies in `range`, in ascending key order, until
