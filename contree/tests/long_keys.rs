@@ -81,6 +81,14 @@ fn check_against(tree: &Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
         ControlFlow::<()>::Continue(())
     });
     assert!(scanned == want, "scan differs");
+    // `first` and `last` hand out whole keys, never a long key's stored form.
+    let edge = |e: Option<(&Vec<u8>, &Vec<u8>)>| e.map(|(k, v)| (k.clone(), v.clone()));
+    assert_eq!(
+        tree.first(),
+        edge(oracle.first_key_value()),
+        "first differs"
+    );
+    assert_eq!(tree.last(), edge(oracle.last_key_value()), "last differs");
     for (k, v) in oracle.iter().step_by(7) {
         assert_eq!(tree.get(k).as_ref(), Some(v));
     }
