@@ -9,6 +9,7 @@
 //! followed by its suffix. The buffer comes from the thread's spare page buffers
 //! (`pagebuf`), so a scan allocates nothing once its thread has scanned before.
 
+use super::short_form::{read_slot, Memo};
 use super::{long_key_len, pagebuf, raw::RawPage, EntryLoc, Node, HEADER, OFF_PREFIX, SLOT};
 use crate::blob;
 use crate::long_key;
@@ -95,105 +96,6 @@ struct Short {
     rest_off: usize,
     rest_len: usize,
     place: Place,
-}
-
-/// The shape of a short entry, from its length header: the key's length (the copy's prefix
-/// and the suffix), the value's length, and where the rest of the suffix and the value
-/// start after the entry's offset.
-#[derive(Clone, Copy, Debug, Default)]
-struct Shape {
-    key_len: usize,
-    value_len: usize,
-    rest_at: usize,
-    value_at: usize,
-}
-
-/// A short entry's decoded length header, reused for the entries after it that have the
-/// same header (with fixed-size keys and values, every entry of a leaf has): the per-entry
-/// step of scans then checks the header's bytes and the entry's offset instead of decoding
-/// the header and checking where the entry ends.
-///
-/// `form` is the header's bytes under `mask` (the first byte, or both for the two-byte
-/// form; the empty memo's mask of 0 with `form` 0xFFFF matches no entry), `limit` the
-/// largest offset at which an entry of this shape ends inside the copy it was decoded
-/// from. A memo is only used with the copy it was decoded from (while that copy is
-/// unchanged), whose size bounds `limit`. (Read with another copy of the same size, a
-/// memo would still read inside that copy's buffer, since every copy of a tree has the
-/// tree's page size, and hand out wrong shapes only: `scans_match_oracle` fails when a
-/// range's window keeps the memo of the leaf before.)
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Memo {
-    form: u16,
-    mask: u16,
-    limit: usize,
-    shape: Shape,
-}
-
-impl Default for Memo {
-    fn default() -> Memo {
-        Memo {
-            form: 0xFFFF,
-            mask: 0,
-            limit: 0,
-            shape: Shape::default(),
-        }
-    }
-}
-
-impl Memo {
-    /// The shape of the entry at `off` in the copy at `base` if its header is the memo's
-    /// (`None`: decode it).
-    ///
-    /// # Safety
-    /// `base` is the buffer of the copy the memo was decoded from (or any copy's, for the
-    /// empty memo), unchanged since.
-    #[inline(always)]
-    unsafe fn hit(&self, base: *const u8, off: usize) -> Option<Shape> {
-        // SAFETY: `off <= limit`, and `limit` is below the size of the copy at `base` (the
-        // caller's contract), whose buffer holds `PAD >= 2` bytes more.
-        let same = off <= self.limit
-            && u16::from_le_bytes(unsafe {
-                std::ptr::read_unaligned(base.add(off) as *const [u8; 2])
-            }) & self.mask
-                == self.form;
-        same.then_some(self.shape)
-    }
-
-    /// Decodes the length header of the entry at `off` in the copy at `base` (`size`
-    /// bytes, then `PAD`), whose keys start with `plen` prefix bytes: the memo of its
-    /// shape, or `None` if it is not short (see `LeafCopy::short_header`) or does not end
-    /// inside the copy (garbage of a copy that was not validated).
-    #[inline(always)]
-    fn decode(base: *const u8, size: usize, off: usize, plen: usize) -> Option<Memo> {
-        if off >= size {
-            return None;
-        }
-        // SAFETY: `off < size`, and the buffer holds `size + PAD` bytes (`PAD >= 2`).
-        let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
-        let (suffix_len, value_len, header_len, mask) = if h[0] < 0x80 {
-            ((h[0] >> 4) as usize, (h[0] & 0x0F) as usize, 1, 0x00FF)
-        } else if h[0] < 0xC0 {
-            ((h[0] & 0x3F) as usize, h[1] as usize, 2, 0xFFFF)
-        } else {
-            return None;
-        };
-        let value_at = header_len + suffix_len.saturating_sub(4);
-        let end = value_at + value_len;
-        if off + end > size {
-            return None;
-        }
-        Some(Memo {
-            form: u16::from_le_bytes(h) & mask,
-            mask,
-            limit: size - end,
-            shape: Shape {
-                key_len: plen + suffix_len,
-                value_len,
-                rest_at: header_len,
-                value_at,
-            },
-        })
-    }
 }
 
 /// Room a key buffer needs after the prefix for `LeafCopy::put_short`: the head and the rest
@@ -497,64 +399,30 @@ impl LeafCopy {
         }
     }
 
-    /// Slot `i`'s head and entry offset and the entry's length header when it has one of
-    /// the two short forms (a suffix under 64 bytes, a value under 256 bytes in the page,
-    /// never a stub): `(head, off, suffix_len, value_len, header_len)`, with `off` inside
-    /// the copy. `None` for the long form and for an `i` not below the checked count
-    /// (`slots`). The slot and the header are read without a bounds check: `load` checked
-    /// the slots, the buffer's `PAD` covers the header.
+    /// Entry `i` of the copy when its length header has one of the two short forms (a
+    /// suffix under 64 bytes, a value under 256 bytes in the page, never a stub; see
+    /// [`Memo::decode`]), decoded straight from the copy's bytes: `None` for the long form,
+    /// for an `i` not below the checked count (`slots`), and for an entry that leaves the
+    /// page (garbage of a copy that was not validated). The per-entry step of cursors,
+    /// which [`entry`](Node::entry) and its checks for shared pages would cost twice over.
     #[inline(always)]
-    fn short_header(&self, i: usize) -> Option<(u32, usize, usize, usize, usize)> {
+    fn short_entry(&self, i: usize) -> Option<Short> {
         // A copy never loaded, or whose load failed, has `slots` 0.
         if i >= self.slots {
             return None;
         }
         let base = self.buf.as_ptr() as *const u8;
-        // SAFETY: `i < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which the
-        // buffer holds (`size + PAD` bytes, initialised words); the copy is private and
-        // immutable while `&self` is borrowed.
-        let slot =
-            unsafe { std::ptr::read_unaligned(base.add(HEADER + i * SLOT) as *const [u8; SLOT]) };
-        let head = u32::from_ne_bytes([slot[0], slot[1], slot[2], slot[3]]);
-        let off = u16::from_ne_bytes([slot[4], slot[5]]) as usize;
-        if off >= self.size {
-            return None;
-        }
-        // SAFETY: `off < size`, and the buffer holds `size + PAD` initialised bytes
-        // (`PAD >= 2`).
-        let h = unsafe { std::ptr::read_unaligned(base.add(off) as *const [u8; 2]) };
-        let b = h[0];
-        if b < 0x80 {
-            Some((head, off, (b >> 4) as usize, (b & 0x0F) as usize, 1))
-        } else if b < 0xC0 {
-            Some((head, off, (b & 0x3F) as usize, h[1] as usize, 2))
-        } else {
-            None
-        }
-    }
-
-    /// Entry `i` of the copy when its length header has one of the two short forms (see
-    /// `short_header`), decoded straight from the copy's bytes: `None` for the long form,
-    /// for an `i` not below the count, and for an entry that leaves the page (garbage of a
-    /// copy that was not validated). The per-entry step of scans, which
-    /// [`entry`](Node::entry) and its checks for shared pages would cost twice over.
-    #[inline(always)]
-    fn short_entry(&self, i: usize) -> Option<Short> {
-        let (head, off, suffix_len, value_len, header_len) = self.short_header(i)?;
-        let rest_off = off + header_len;
-        let rest_len = suffix_len.saturating_sub(4);
-        let value_off = rest_off + rest_len;
-        if value_off + value_len > self.size {
-            return None;
-        }
+        // SAFETY: `i < slots`, and `load` checked the slots against the copy.
+        let (head, off) = unsafe { read_slot(base, i) };
+        let shape = Memo::decode(base, self.size, off, 0)?.shape;
         Some(Short {
             head,
-            suffix_len,
-            rest_off,
-            rest_len,
+            suffix_len: shape.key_len,
+            rest_off: off + shape.rest_at,
+            rest_len: shape.value_at - shape.rest_at,
             place: Place {
-                off: value_off,
-                len: value_len,
+                off: off + shape.value_at,
+                len: shape.value_len,
                 kind: PlaceKind::Inline,
             },
         })
@@ -583,16 +451,8 @@ impl LeafCopy {
             return None;
         }
         let base = self.buf.as_ptr() as *const u8;
-        // SAFETY: `i < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which the
-        // buffer holds (`size + PAD` initialised bytes); the copy is private and immutable
-        // while `&self` is borrowed.
-        let (head, off) = unsafe {
-            let slot = base.add(HEADER + i * SLOT);
-            (
-                std::ptr::read_unaligned(slot as *const u32),
-                std::ptr::read_unaligned(slot.add(4) as *const u16) as usize,
-            )
-        };
+        // SAFETY: `i < slots`, and `load` checked the slots against the copy.
+        let (head, off) = unsafe { read_slot(base, i) };
         // A prefix longer than a `Bytes` holds inline has length `NO_TEMPLATE`: no key fits.
         let plen = self.template.len as usize;
         // SAFETY: `memo` is empty or was decoded from this copy (the caller's contract).
@@ -805,16 +665,8 @@ impl LeafCopy {
             if n >= end {
                 break ControlFlow::Continue(());
             }
-            // SAFETY: `n < slots`, and `load` checked `HEADER + slots * SLOT <= size`, which
-            // the buffer holds (`size + PAD` initialised bytes); the copy is private and
-            // immutable while `&self` is borrowed.
-            let (head, off) = unsafe {
-                let slot = base.add(HEADER + n * SLOT);
-                (
-                    std::ptr::read_unaligned(slot as *const u32),
-                    std::ptr::read_unaligned(slot.add(4) as *const u16) as usize,
-                )
-            };
+            // SAFETY: `n < end <= slots`, and `load` checked the slots against the copy.
+            let (head, off) = unsafe { read_slot(base, n) };
             // SAFETY: `memo` is empty or was decoded from this copy.
             let shape = match unsafe { memo.hit(base, off) } {
                 Some(shape) => shape,

@@ -60,14 +60,16 @@ mod reshape;
 mod resize;
 mod search;
 pub(crate) use search::ValueHint;
+mod short_form;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_resize;
 
 pub(crate) use builder::{Builder, Scratch};
-pub(crate) use leaf_copy::{LeafCopy, Memo, Place};
+pub(crate) use leaf_copy::{LeafCopy, Place};
 pub(crate) use reshape::Extra;
+pub(crate) use short_form::Memo;
 
 use crate::blob::{self, Stub, STUB_LEN};
 use crate::page::{Directory, PageId};
