@@ -9,7 +9,7 @@
 //! followed by its suffix. The buffer comes from the thread's spare page buffers
 //! (`pagebuf`), so a scan allocates nothing once its thread has scanned before.
 
-use super::short_form::{read_slot, Memo};
+use super::short_form::{read_slot, Memo, Shape};
 use super::{long_key_len, pagebuf, raw::RawPage, EntryLoc, Node, HEADER, OFF_PREFIX, SLOT};
 use crate::blob;
 use crate::long_key;
@@ -124,6 +124,18 @@ fn copy_exact(dst: &mut [u8], at: usize, src: &[u8], off: usize, len: usize) -> 
     dst.get_mut(at..at.checked_add(len)?)?
         .copy_from_slice(src.get(off..off.checked_add(len)?)?);
     Some(())
+}
+
+/// Whether [`LeafCopy::block_entry`] builds an entry of `shape` in a copy whose prefix is
+/// `plen` bytes with its fixed-size moves alone: the rest fits the block, the head and
+/// block fit the template after the prefix, and the block and the value's inline block
+/// start early enough to end within [`ENTRY_READ`] bytes of the entry.
+#[inline(always)]
+fn block_ready(plen: usize, shape: &Shape) -> bool {
+    shape.value_at - shape.rest_at <= REST_BLOCK
+        && plen + 4 + REST_BLOCK <= TEMPLATE
+        && shape.rest_at <= 2
+        && shape.value_at <= ENTRY_READ - Bytes::INLINE_CAPACITY
 }
 
 impl Drop for LeafCopy {
@@ -443,6 +455,11 @@ impl LeafCopy {
     /// [`copy_short`](Self::copy_short) with a [`Memo`] of the last entry this copy
     /// decoded for it (empty, or decoded from this copy by this function, while the copy
     /// is unchanged): the step of a range's window, which walks one copy.
+    ///
+    /// This function keeps in `memo` only shapes whose key and value it builds with the
+    /// fixed-size moves alone (`block_ready`), so that an entry whose header matches the
+    /// memo's takes them with no check but the memo's two (callgrind, the ruler's
+    /// `scan100`: the checks of the moves cost every entry 8 instructions of ~48).
     #[inline(always)]
     pub(crate) fn copy_short_memo(&self, i: usize, memo: &mut Memo) -> Option<(Bytes, Bytes)> {
         const CAP: usize = Bytes::INLINE_CAPACITY;
@@ -456,60 +473,81 @@ impl LeafCopy {
         // A prefix longer than a `Bytes` holds inline has length `NO_TEMPLATE`: no key fits.
         let plen = self.template.len as usize;
         // SAFETY: `memo` is empty or was decoded from this copy (the caller's contract).
-        let shape = match unsafe { memo.hit(base, off) } {
-            Some(shape) => shape,
-            None => {
-                let m = Memo::decode(base, self.size, off, plen)?;
-                if m.shape.key_len > CAP || m.shape.value_len > CAP {
-                    return None;
-                }
-                *memo = m;
-                m.shape
-            }
-        };
-        let (klen, value_len, rest_at, value_at) = (
-            shape.key_len,
-            shape.value_len,
-            shape.rest_at,
-            shape.value_at,
-        );
-        let rest_len = value_at - rest_at;
-        // SAFETY: `off < size` (the memo's `limit`, or the decode's check) and the buffer
-        // holds `size + PAD` initialised bytes with `ENTRY_READ <= PAD`; the reference is to
-        // this copy's own bytes, which nothing writes while `&self` is borrowed.
-        let w = unsafe { &*(base.add(off) as *const [u8; ENTRY_READ]) };
-        // The key is built in a copy of the template (the prefix, then zeros): the four
-        // head bytes after the prefix, then the rest as the block that starts where it
-        // starts, which may copy bytes past the key's end (not part of the `Bytes`); a rest
-        // longer than the block (a key of 21 or 22 bytes with a prefix of at most one) is
-        // copied exactly. `plen <= klen <= CAP`, so head and block lie inside the template
-        // (`CAP + 4 + REST_BLOCK` is its length).
-        let mut k = self.template.bytes;
-        let at = plen + 4;
-        if rest_len > REST_BLOCK {
-            k[plen..at].copy_from_slice(&head.to_be_bytes());
-            copy_exact(&mut k, at, w, rest_at, rest_len)?;
-        } else {
-            // One check for the fixed-size moves below (a short entry's shape makes it
-            // hold: `plen <= CAP`, `rest_at <= 2`, `value_at <= 2 + 18`).
-            if at + REST_BLOCK > TEMPLATE || rest_at > 2 || value_at > ENTRY_READ - CAP {
-                return None;
-            }
-            // SAFETY: `at + REST_BLOCK <= TEMPLATE` (checked), so the head (`plen..at`) and
-            // the block lie inside `k`; `rest_at + REST_BLOCK <= 2 + 16 <= ENTRY_READ`, so
-            // the block's source lies inside `w`; `k` is a local copy, apart from `w`.
-            unsafe {
-                let kp = k.as_mut_ptr();
-                std::ptr::write_unaligned(kp.add(plen) as *mut [u8; 4], head.to_be_bytes());
-                std::ptr::copy_nonoverlapping(w.as_ptr().add(rest_at), kp.add(at), REST_BLOCK);
-            }
+        if let Some(shape) = unsafe { memo.hit(base, off) } {
+            // SAFETY: the memo holds only shapes that passed `block_ready` with this copy's
+            // `plen` (below), and `off` is at most its `limit`, below the copy's size.
+            return Some(unsafe { self.block_entry(base, off, head, plen, shape) });
         }
-        let vb: [u8; CAP] = w[value_at..value_at + CAP].try_into().ok()?;
+        let m = Memo::decode(base, self.size, off, plen)?;
+        let shape = m.shape;
+        if shape.key_len > CAP || shape.value_len > CAP {
+            return None;
+        }
+        if block_ready(plen, &shape) {
+            *memo = m;
+            // SAFETY: `shape` passed `block_ready`, and `decode` checked `off < size`.
+            return Some(unsafe { self.block_entry(base, off, head, plen, shape) });
+        }
+        // A rest longer than the block (a key of 21 or 22 bytes with a prefix of at most
+        // one): the head after the prefix, then the rest copied exactly. `plen <= klen <=
+        // CAP`, so the head lies inside the template (`CAP + 4 + REST_BLOCK` is its
+        // length); `copy_exact` checks the rest.
+        let (rest_at, value_at) = (shape.rest_at, shape.value_at);
+        // SAFETY: as in `block_entry`: `off < size`, and the buffer holds `PAD >=
+        // ENTRY_READ` bytes more; the copy's own bytes, which nothing writes meanwhile.
+        let w = unsafe { &*(base.add(off) as *const [u8; ENTRY_READ]) };
+        let mut k = self.template.bytes;
+        k.get_mut(plen..plen + 4)?
+            .copy_from_slice(&head.to_be_bytes());
+        copy_exact(&mut k, plen + 4, w, rest_at, value_at - rest_at)?;
+        let vb: [u8; CAP] = w.get(value_at..value_at + CAP)?.try_into().ok()?;
         let kb: [u8; CAP] = k[..CAP].try_into().ok()?;
         Some((
-            Bytes::from_inline(klen, kb),
-            Bytes::from_inline(value_len, vb),
+            Bytes::from_inline(shape.key_len, kb),
+            Bytes::from_inline(shape.value_len, vb),
         ))
+    }
+
+    /// The entry at `off` with head `head` and shape `shape`, built with fixed-size moves:
+    /// the key in a copy of the template (the prefix, then zeros) with the four head bytes
+    /// after the prefix and the rest as the block that starts where it starts (which may
+    /// copy bytes past the key's end, not part of the `Bytes`), the value as the inline
+    /// block at its start.
+    ///
+    /// # Safety
+    /// `off` is below the copy's size; `shape` is a short entry's of this copy with key and
+    /// value of at most `Bytes::INLINE_CAPACITY` bytes and passed [`block_ready`] with
+    /// `plen`, this copy's prefix length.
+    #[inline(always)]
+    unsafe fn block_entry(
+        &self,
+        base: *const u8,
+        off: usize,
+        head: u32,
+        plen: usize,
+        shape: Shape,
+    ) -> (Bytes, Bytes) {
+        const CAP: usize = Bytes::INLINE_CAPACITY;
+        let mut k = self.template.bytes;
+        let at = plen + 4;
+        // SAFETY: `block_ready` (the caller's contract): `at + REST_BLOCK <= TEMPLATE`, so
+        // the head (`plen..at`) and the block lie inside `k`, a local; `rest_at <= 2` and
+        // `value_at <= ENTRY_READ - CAP`, so the block (`rest_at + REST_BLOCK <= 18`) and
+        // the value's block end within `ENTRY_READ` bytes of `off`, which is below the
+        // copy's size: inside the buffer, which holds `PAD >= ENTRY_READ` bytes more. The
+        // copy's own bytes, which nothing writes while `&self` is borrowed.
+        unsafe {
+            let w = base.add(off);
+            let kp = k.as_mut_ptr();
+            std::ptr::write_unaligned(kp.add(plen) as *mut [u8; 4], head.to_be_bytes());
+            std::ptr::copy_nonoverlapping(w.add(shape.rest_at), kp.add(at), REST_BLOCK);
+            let vb = std::ptr::read_unaligned(w.add(shape.value_at) as *const [u8; CAP]);
+            let kb = std::ptr::read_unaligned(kp as *const [u8; CAP]);
+            (
+                Bytes::from_inline(shape.key_len, kb),
+                Bytes::from_inline(shape.value_len, vb),
+            )
+        }
     }
 
     /// Writes the suffix of the short entry `e` after the first `plen` bytes of `key`,

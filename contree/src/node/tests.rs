@@ -579,7 +579,8 @@ fn common_prefix_counts_shared_bytes_at_every_length() {
 /// A range's step with a memo kept across the entries of one copy (`copy_short_memo`, as a
 /// range's window keeps it) hands out what `read` reads: runs of entries of one shape (the
 /// memo's hits) broken by entries whose length header differs in one byte, in both short
-/// forms, up to the very end of the page.
+/// forms, and runs of keys whose rest is longer than the block, up to the very end of the
+/// page.
 #[test]
 fn leaf_copy_memo_steps_match_read() {
     const CAP: usize = crate::Bytes::INLINE_CAPACITY;
@@ -593,6 +594,11 @@ fn leaf_copy_memo_steps_match_read() {
         (9, 17),
         (10, 17),
         (2, 30),
+        // Rests longer than the block (keys of 21 and 22 bytes, no prefix): decoded every
+        // time, never kept in the memo.
+        (21, 1),
+        (21, 1),
+        (22, 0),
     ];
     let mut p = Scratch::new(4096);
     let mut n = p.node_mut();
