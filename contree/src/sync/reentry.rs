@@ -19,25 +19,37 @@ const INLINE: usize = 4;
 /// A mark: the tree (its core's address) and the name of the operation whose closure runs.
 type Mark = (usize, &'static str);
 
-// The marks of one thread, innermost last: the outermost `INLINE` in `INLINE_MARKS`, the
-// rest in `MORE_MARKS`. Cells and a fixed array, so that the common mark (one closure) costs
-// no borrow flag and no vector push; `DEPTH` and `INLINE_MARKS` need no destructor, so their
-// accesses are plain thread-local loads and stores (a thread-local with a destructor checks
-// its state at every access: +19 instructions per `get_with` when `DEPTH` shared one).
+// The marks of one thread, innermost last: the outermost `INLINE` in `MARKS`, the rest in
+// `MORE_MARKS`. Cells and a fixed array, so that the common mark (one closure) costs no
+// borrow flag and no vector push; `MARKS` needs no destructor, so its accesses are plain
+// thread-local loads and stores (a thread-local with a destructor checks its state at every
+// access: +19 instructions per `get_with` when the depth shared one). The depth and the
+// inline marks share one thread-local, so a mark costs one thread-local address: as two,
+// the array's access stayed an out-of-line call through the key's accessor, and a mark
+// and its drop cost `update_with` about 50 instructions (callgrind).
 // Per thread of the model under Shuttle (`seam`), where several model threads may share one
 // OS thread.
-crate::sync::seam::model_local! {
+struct Marks {
     /// How many closures that hold a latch are running on this thread (nested closures on
     /// several trees each count).
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-    static INLINE_MARKS: [Cell<Mark>; INLINE] = const { [const { Cell::new((0, "")) }; INLINE] };
+    depth: Cell<u32>,
+    inline: [Cell<Mark>; INLINE],
+}
+
+crate::sync::seam::model_local! {
+    static MARKS: Marks = const {
+        Marks {
+            depth: Cell::new(0),
+            inline: [const { Cell::new((0, "")) }; INLINE],
+        }
+    };
     static MORE_MARKS: RefCell<Vec<Mark>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Panics if this thread runs a closure that holds a latch of the tree at `tree`.
 #[inline(always)]
 pub(crate) fn check(tree: *const ()) {
-    if DEPTH.with(Cell::get) != 0 {
+    if MARKS.with(|m| m.depth.get()) != 0 {
         check_slow(tree as usize);
     }
 }
@@ -45,9 +57,13 @@ pub(crate) fn check(tree: *const ()) {
 #[cold]
 #[inline(never)]
 fn check_slow(tree: usize) {
-    let depth = DEPTH.with(Cell::get) as usize;
-    let mut marks: Vec<Mark> =
-        INLINE_MARKS.with(|m| m[..depth.min(INLINE)].iter().map(Cell::get).collect());
+    let mut marks: Vec<Mark> = MARKS.with(|m| {
+        let depth = m.depth.get() as usize;
+        m.inline[..depth.min(INLINE)]
+            .iter()
+            .map(Cell::get)
+            .collect()
+    });
     MORE_MARKS.with(|m| marks.extend(m.borrow().iter().copied()));
     let op = marks
         .iter()
@@ -70,35 +86,60 @@ fn check_slow(tree: usize) {
 /// Marks a closure of operation `op` on the tree at `tree` as running under a latch, until
 /// the mark is dropped (also when the closure panics).
 pub(crate) struct InClosure {
-    _not_send: std::marker::PhantomData<*const ()>,
+    /// This thread's marks, found once by `enter` for the drop too (a thread-local's
+    /// `with` that the optimiser leaves out of line costs ~20 instructions).
+    marks: *const Marks,
+}
+
+/// This thread's marks.
+#[inline(always)]
+fn marks() -> *const Marks {
+    MARKS.with(|m| m as *const Marks)
 }
 
 impl InClosure {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn enter(tree: *const (), op: &'static str) -> InClosure {
-        let depth = DEPTH.with(Cell::get);
-        let placed = INLINE_MARKS.with(|m| {
-            m.get(depth as usize)
-                .map(|mark| mark.set((tree as usize, op)))
-                .is_some()
-        });
-        if !placed {
-            MORE_MARKS.with(|m| m.borrow_mut().push((tree as usize, op)));
+        let marks = marks();
+        // SAFETY: `marks` points to this thread's `MARKS`, which lives as long as the
+        // thread (it has no destructor, so it is never torn down before the thread ends);
+        // `Marks` holds only cells, read and written by this thread alone.
+        let m = unsafe { &*marks };
+        let depth = m.depth.get();
+        match m.inline.get(depth as usize) {
+            Some(mark) => mark.set((tree as usize, op)),
+            None => push_more((tree as usize, op)),
         }
-        DEPTH.with(|d| d.set(depth + 1));
-        InClosure {
-            _not_send: std::marker::PhantomData,
-        }
+        m.depth.set(depth + 1);
+        InClosure { marks }
     }
 }
 
+/// A mark nested deeper than the inline array.
+#[cold]
+#[inline(never)]
+fn push_more(mark: Mark) {
+    MORE_MARKS.with(|m| m.borrow_mut().push(mark));
+}
+
+/// Takes the innermost mark nested deeper than the inline array.
+#[cold]
+#[inline(never)]
+fn pop_more() {
+    MORE_MARKS.with(|m| m.borrow_mut().pop());
+}
+
 impl Drop for InClosure {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        let depth = DEPTH.with(Cell::get) - 1;
-        DEPTH.with(|d| d.set(depth));
+        // SAFETY: `self.marks` is this thread's `MARKS` (see `enter`): an `InClosure` holds
+        // a raw pointer, so it is neither `Send` nor `Sync` and is dropped on the thread
+        // that made it, while that thread (and so its thread-local) lives.
+        let m = unsafe { &*self.marks };
+        let depth = m.depth.get() - 1;
+        m.depth.set(depth);
         if depth as usize >= INLINE {
-            MORE_MARKS.with(|m| m.borrow_mut().pop());
+            pop_more();
         }
     }
 }
