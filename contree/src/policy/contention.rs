@@ -67,19 +67,24 @@ crate::sync::seam::model_local! {
 /// A per-thread xorshift32 draw.
 #[inline]
 pub(crate) fn draw() -> u32 {
-    RNG.with(|c| {
-        let mut x = c.get();
-        if x == 0 {
-            // Seed from the address of the thread-local: distinct per thread, never zero
-            // (under Shuttle, from the schedule's random source).
-            x = crate::sync::seam::seed(c as *const Cell<u32> as usize);
-        }
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        c.set(x);
-        x
-    })
+    // The thread-local's address alone through `with`: a closure this small is inlined,
+    // where one holding the draw (and its seeding call) was left out of line on the update
+    // path, a call and an indirect call to the key's accessor per change (callgrind).
+    let c = RNG.with(|c| c as *const Cell<u32>);
+    // SAFETY: `c` is this thread's `RNG`, which has no destructor and so lives as long as
+    // the thread; a `Cell` is only ever touched by its own thread.
+    let c = unsafe { &*c };
+    let mut x = c.get();
+    if x == 0 {
+        // Seed from the address of the thread-local: distinct per thread, never zero
+        // (under Shuttle, from the schedule's random source).
+        x = crate::sync::seam::seed(c as *const Cell<u32> as usize);
+    }
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c.set(x);
+    x
 }
 
 impl ContentionSplit {
