@@ -94,57 +94,62 @@ impl Tree {
         let core = &*self.core;
         let Divert::Proceed = core.policy.before_latch(key);
         let mut split_at = None;
-        let out = core.retry(|| {
-            let (node, hold) = match LINES {
-                true => core.update_leaf(key)?,
-                false => {
-                    let (node, x) = core.exclusive_leaf(key)?;
-                    (node, LeafHold::Latched(x))
+        let out = core.retry(
+            #[inline(always)]
+            || {
+                let (node, hold) = match LINES {
+                    true => core.update_leaf(key)?,
+                    false => {
+                        let (node, x) = core.exclusive_leaf(key)?;
+                        (node, LeafHold::Latched(x))
+                    }
+                };
+                let mut x = match hold {
+                    LeafHold::Latched(x) => x,
+                    // In line mode (`sync::lines`): no latch.
+                    LeafHold::Lines(snapshot) => {
+                        return self.update_in_lines(node, snapshot, key, f)
+                    }
+                };
+                if core.side.blocks(key) {
+                    return Ok(None);
                 }
-            };
-            let mut x = match hold {
-                LeafHold::Latched(x) => x,
-                // In line mode (`sync::lines`): no latch.
-                LeafHold::Lines(snapshot) => return self.update_in_lines(node, snapshot, key, f),
-            };
-            if core.side.blocks(key) {
-                return Ok(None);
-            }
-            let latch = x.latch_addr();
-            let slow_path = x.slow_path();
-            let mut node = NodeMut::new(node, &mut x);
-            let (pos, found, hint) = node.lower_bound_hinted(key, core.directory())?;
-            if !found {
-                return Ok(Some(None));
-            }
-            let mark = InClosure::enter(core.id(), "update_with");
-            // A hinted value is inline: no stub to look for.
-            let stub = match hint.get() {
-                Some(_) => None,
-                None => node.stub(pos)?,
-            };
-            let (out, inline) = match stub {
-                None => (f.take().map(|f| f(node.value_mut_hinted(pos, hint))), true),
-                Some(stub) => {
-                    // Out of line: the closure changes a copy, written back in place.
-                    let mut value = core.blob_value(stub);
-                    let out = f.take().map(|f| f(&mut value));
-                    core.overwrite_blob(stub, &value);
-                    (out, false)
+                let latch = x.latch_addr();
+                let slow_path = x.slow_path();
+                let mut node = NodeMut::new(node, &mut x);
+                let (pos, found, hint) = node.lower_bound_hinted(key, core.directory())?;
+                if !found {
+                    return Ok(Some(None));
                 }
-            };
-            drop(mark);
-            split_at = core.policy.after_change(&mut node, pos, slow_path, core);
-            if core.policy.combining.has_waiters(latch) {
-                serve_waiters(core, &mut node, latch, &mut split_at);
-            }
-            let switch =
-                LINES && inline && split_at.is_none() && core.line_switch(&mut node, latch);
-            if switch {
-                x.set_lines();
-            }
-            Ok(Some(out))
-        });
+                let mark = InClosure::enter(core.id(), "update_with");
+                // A hinted value is inline: no stub to look for.
+                let stub = match hint.get() {
+                    Some(_) => None,
+                    None => node.stub(pos)?,
+                };
+                let (out, inline) = match stub {
+                    None => (f.take().map(|f| f(node.value_mut_hinted(pos, hint))), true),
+                    Some(stub) => {
+                        // Out of line: the closure changes a copy, written back in place.
+                        let mut value = core.blob_value(stub);
+                        let out = f.take().map(|f| f(&mut value));
+                        core.overwrite_blob(stub, &value);
+                        (out, false)
+                    }
+                };
+                drop(mark);
+                split_at = core.policy.after_change(&mut node, pos, slow_path, core);
+                if core.policy.combining.has_waiters(latch) {
+                    serve_waiters(core, &mut node, latch, &mut split_at);
+                }
+                let switch =
+                    LINES && inline && split_at.is_none() && core.line_switch(&mut node, latch);
+                if switch {
+                    x.set_lines();
+                }
+                Ok(Some(out))
+            },
+        );
         if let Some(sep) = split_at {
             core.contention_split(&sep);
         }

@@ -299,96 +299,100 @@ impl Tree {
         let mut long_form: Option<Vec<u8>> = None;
         let mut inserted = false;
         let result = loop {
-            let attempt = core.retry(|| -> Result<Result<(R, Applied), Stop>, Restart> {
-                let (node, mut x) = core.exclusive_leaf(key)?;
-                if core.side.blocks(key) {
-                    return Ok(Err(Stop::Blocked));
-                }
-                let slow_path = x.slow_path();
-                let mut node = NodeMut::new(node, &mut x);
-                let (pos, found) = node.lower_bound(key, core.directory())?;
-                let old_stub = if found { node.stub(pos)? } else { None };
-                let (edit, out) = {
-                    let _mark = closure.map(|op| InClosure::enter(core.id(), op));
-                    match (found, old_stub) {
-                        (false, _) => decide(None),
-                        (true, None) => decide(Some(&*node.value_mut(pos))),
-                        (true, Some(stub)) => decide(Some(&core.blob_value(stub))),
+            let attempt = core.retry(
+                #[inline(always)]
+                || -> Result<Result<(R, Applied), Stop>, Restart> {
+                    let (node, mut x) = core.exclusive_leaf(key)?;
+                    if core.side.blocks(key) {
+                        return Ok(Err(Stop::Blocked));
                     }
-                };
-                let mut applied = Applied {
-                    delta: 0,
-                    underfull: false,
-                    freed: None,
-                    freed_key: None,
-                };
-                let value = match edit {
-                    Edit::Keep => return Ok(Ok((out, applied))),
-                    Edit::Remove if !found => return Ok(Ok((out, applied))),
-                    Edit::Remove => {
-                        if long {
-                            applied.freed_key = stored_key_blob(core, &node, pos);
+                    let slow_path = x.slow_path();
+                    let mut node = NodeMut::new(node, &mut x);
+                    let (pos, found) = node.lower_bound(key, core.directory())?;
+                    let old_stub = if found { node.stub(pos)? } else { None };
+                    let (edit, out) = {
+                        let _mark = closure.map(|op| InClosure::enter(core.id(), op));
+                        match (found, old_stub) {
+                            (false, _) => decide(None),
+                            (true, None) => decide(Some(&*node.value_mut(pos))),
+                            (true, Some(stub)) => decide(Some(&core.blob_value(stub))),
                         }
-                        node.remove_at(pos);
-                        applied.delta = -1;
-                        applied.underfull = core.is_underfull(&node);
-                        applied.freed = old_stub;
-                        split_at = core.policy.after_change(&mut node, pos, slow_path, core);
-                        return Ok(Ok((out, applied)));
-                    }
-                    Edit::Put(value) => Value::Bytes(value),
-                    Edit::PutStub(stub) => Value::Stub(stub),
-                };
-                // The value is checked before a long key's blob is written: an oversized
-                // value is refused as such, not as the budget's `OutOfSpace` of that write.
-                if let Value::Bytes(v) = &value {
-                    if let Err(e) = core.check_value(v.as_ref()) {
-                        return Ok(Err(Stop::Refused(e)));
-                    }
-                }
-                // The key as the leaf stores it: a long key's stored form (the entry's own
-                // when it is there, else one written now).
-                let stored;
-                let key: &[u8] = if !long {
-                    key
-                } else if found {
-                    stored = node.key(pos)?;
-                    &stored
-                } else {
-                    if long_form.is_none() {
-                        match core.write_long_key(key) {
-                            Ok(form) => long_form = Some(form),
-                            Err(e) => return Ok(Err(Stop::Refused(e))),
+                    };
+                    let mut applied = Applied {
+                        delta: 0,
+                        underfull: false,
+                        freed: None,
+                        freed_key: None,
+                    };
+                    let value = match edit {
+                        Edit::Keep => return Ok(Ok((out, applied))),
+                        Edit::Remove if !found => return Ok(Ok((out, applied))),
+                        Edit::Remove => {
+                            if long {
+                                applied.freed_key = stored_key_blob(core, &node, pos);
+                            }
+                            node.remove_at(pos);
+                            applied.delta = -1;
+                            applied.underfull = core.is_underfull(&node);
+                            applied.freed = old_stub;
+                            split_at = core.policy.after_change(&mut node, pos, slow_path, core);
+                            return Ok(Ok((out, applied)));
+                        }
+                        Edit::Put(value) => Value::Bytes(value),
+                        Edit::PutStub(stub) => Value::Stub(stub),
+                    };
+                    // The value is checked before a long key's blob is written: an oversized
+                    // value is refused as such, not as the budget's `OutOfSpace` of that write.
+                    if let Value::Bytes(v) = &value {
+                        if let Err(e) = core.check_value(v.as_ref()) {
+                            return Ok(Err(Stop::Refused(e)));
                         }
                     }
-                    long_form.as_deref().expect("written above")
-                };
-                let done = match &value {
-                    Value::Bytes(v) => {
-                        let bytes = v.as_ref();
-                        if old_stub.is_none() && bytes.len() <= core.config().max_inline_value_len()
-                        {
-                            put_inline(&mut node, pos, key, found, bytes)?
-                        } else {
+                    // The key as the leaf stores it: a long key's stored form (the entry's own
+                    // when it is there, else one written now).
+                    let stored;
+                    let key: &[u8] = if !long {
+                        key
+                    } else if found {
+                        stored = node.key(pos)?;
+                        &stored
+                    } else {
+                        if long_form.is_none() {
+                            match core.write_long_key(key) {
+                                Ok(form) => long_form = Some(form),
+                                Err(e) => return Ok(Err(Stop::Refused(e))),
+                            }
+                        }
+                        long_form.as_deref().expect("written above")
+                    };
+                    let done = match &value {
+                        Value::Bytes(v) => {
+                            let bytes = v.as_ref();
+                            if old_stub.is_none()
+                                && bytes.len() <= core.config().max_inline_value_len()
+                            {
+                                put_inline(&mut node, pos, key, found, bytes)?
+                            } else {
+                                put_out_of_line(core, &mut node, pos, key, found, old_stub, &value)
+                            }
+                        }
+                        Value::Stub(_) => {
                             put_out_of_line(core, &mut node, pos, key, found, old_stub, &value)
                         }
+                    };
+                    match done {
+                        Ok(Placed::InPlace) => {}
+                        Ok(Placed::Entry) => {
+                            applied.freed = old_stub;
+                            applied.delta = i8::from(!found);
+                            inserted |= !found && long;
+                        }
+                        Err(stop) => return Ok(Err(stop)),
                     }
-                    Value::Stub(_) => {
-                        put_out_of_line(core, &mut node, pos, key, found, old_stub, &value)
-                    }
-                };
-                match done {
-                    Ok(Placed::InPlace) => {}
-                    Ok(Placed::Entry) => {
-                        applied.freed = old_stub;
-                        applied.delta = i8::from(!found);
-                        inserted |= !found && long;
-                    }
-                    Err(stop) => return Ok(Err(stop)),
-                }
-                split_at = core.policy.after_change(&mut node, pos, slow_path, core);
-                Ok(Ok((out, applied)))
-            });
+                    split_at = core.policy.after_change(&mut node, pos, slow_path, core);
+                    Ok(Ok((out, applied)))
+                },
+            );
             match attempt {
                 Ok((out, applied)) => {
                     let mut kept = None;
@@ -562,14 +566,28 @@ impl Tree {
                     return Ok((old, None));
                 }
             }
-            return self.modify_keeping(
-                key,
-                None,
-                |old| (Edit::Put(value), old.map(<[u8]>::to_vec)),
-                keep,
-            );
+            return self.insert_general(key, value, keep);
         }
         self.insert_out_of_line(key, value, keep)
+    }
+
+    /// [`insert`](Self::insert) of an inline value through the general write path, when the
+    /// lean insert could not take it (a split, a long key, an out-of-line old value): out of
+    /// line, so that the lean insert's body does not carry the general one's (inlined, with
+    /// its attempt inlined too, it cost the ruler's `insert` 11 instructions and `append` 13).
+    #[inline(never)]
+    fn insert_general(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        keep: bool,
+    ) -> Result<(Option<Vec<u8>>, Option<Stub>), Error> {
+        self.modify_keeping(
+            key,
+            None,
+            |old| (Edit::Put(value), old.map(<[u8]>::to_vec)),
+            keep,
+        )
     }
 
     /// The common insert, of a key and a value that both stay inline, when its leaf has
