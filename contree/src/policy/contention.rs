@@ -193,6 +193,20 @@ mod tests {
     use crate::node::Scratch;
     use crate::policy::{LeafPolicies, HOT_PERIODS};
 
+    /// The draw is a per-thread xorshift: never zero (xorshift's fixed point, and the mark
+    /// of a thread not yet seeded), changing from draw to draw, and seeded apart on another
+    /// thread (from its thread-local's address).
+    #[test]
+    fn draws_are_per_thread_and_never_zero() {
+        let mine: Vec<u32> = (0..64).map(|_| draw()).collect();
+        assert!(mine.iter().all(|&x| x != 0));
+        assert!(mine.windows(2).all(|w| w[0] != w[1]));
+        let theirs: Vec<u32> = std::thread::spawn(|| (0..64).map(|_| draw()).collect())
+            .join()
+            .unwrap();
+        assert_ne!(mine, theirs);
+    }
+
     /// A threshold of 0.0 counts every period as contended: the hot mark must still wear
     /// off, one period end at a time.
     #[test]
