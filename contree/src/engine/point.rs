@@ -215,7 +215,7 @@ impl TreeCore {
         parent: &OptimisticGuard<'_>,
     ) -> Result<(Node, OptimisticGuard<'_>), Restart> {
         let (leaf, latch) = self.page(child)?;
-        leaf.prefetch_head();
+        leaf.prefetch_leaf();
         let leaf_guard = latch.optimistic();
         parent.validate()?;
         if leaf.level() != 0 {

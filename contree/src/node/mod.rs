@@ -85,12 +85,19 @@ pub(crate) const TABLE_LEVEL: u16 = u16::MAX;
 
 pub(crate) const HEADER: usize = 64;
 pub(crate) const SLOT: usize = 6;
-/// Bytes at the start of a leaf that the descent prefetches as soon as it knows the leaf's
-/// page, before it reads the leaf's header: header and the first ~160 slots.
+/// Bytes at the start of a node that a descent prefetches as soon as it knows the node's
+/// page, before it reads the node's header: header and the first ~160 slots. Inner nodes
+/// and writers' leaves; point reads prefetch their leaf whole ([`LEAF_PREFETCH`]).
 pub(crate) const DESCENT_PREFETCH: usize = 1024;
 // Every page of a tree holds the whole prefetched head (`RawPage::prefetch_head` falls back to
 // a clamped loop for smaller pages, which only tests make).
 const _: () = assert!(DESCENT_PREFETCH <= crate::config::MIN_PAGE_SIZE);
+/// Bytes at the start of a leaf that point descents prefetch as soon as they know the
+/// leaf's page: the whole of a page of the default size, so that the line of the entry the
+/// search ends at (anywhere in the heap) loads together with the header and slots instead
+/// of one miss later.
+pub(crate) const LEAF_PREFETCH: usize = 4096;
+const _: () = assert!(LEAF_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// Bytes of the policy area in the header.
 pub(crate) const POLICY_AREA: usize = 20;
 const _: () = assert!(OFF_POLICY + POLICY_AREA == HEADER);
@@ -554,6 +561,13 @@ impl Node {
     #[inline(always)]
     pub(crate) fn prefetch_head(&self) {
         self.page.prefetch_head::<DESCENT_PREFETCH>();
+    }
+
+    /// Starts loading the first [`LEAF_PREFETCH`] bytes of a leaf's page (header, slots and
+    /// heap of a default-sized page) into the cache, in straight-line code.
+    #[inline(always)]
+    pub(crate) fn prefetch_leaf(&self) {
+        self.page.prefetch_head::<LEAF_PREFETCH>();
     }
 
     /// Starts loading the cache line that holds slot `i` (clamped to the page); no branch.

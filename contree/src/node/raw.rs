@@ -508,11 +508,12 @@ mod tests {
     /// checks the pointer arithmetic).
     #[test]
     fn prefetches_stay_in_page() {
-        for size in [64usize, 1000, 2048] {
+        for size in [64usize, 1000, 2048, 4096] {
             let mut page = vec![0u8; size];
             // SAFETY: `page` outlives the view and nothing else accesses it meanwhile.
             let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
             raw.prefetch_head::<1024>();
+            raw.prefetch_head::<4096>();
             raw.prefetch_at(0);
             raw.prefetch_at(size);
             raw.prefetch_at(usize::MAX / 2);
