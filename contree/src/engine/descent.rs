@@ -57,7 +57,7 @@ impl Route for Target<'_> {
         match *self {
             // Inner nodes only: the point search (no append shortcut; appends reach the
             // rightmost leaf through the append finger, without a descent).
-            Target::Key(key, _) => Ok(node.point_search::<false>(key, dir)?.0),
+            Target::Key(key, _) => Ok(node.point_search(key, dir)?.0),
             Target::Rightmost(_) => Ok(node.count()),
         }
     }

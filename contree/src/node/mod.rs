@@ -570,12 +570,6 @@ impl Node {
         self.page.prefetch_head::<LEAF_PREFETCH>();
     }
 
-    /// Starts loading the cache line that holds slot `i` (clamped to the page); no branch.
-    #[inline(always)]
-    fn prefetch_slot(&self, i: usize) {
-        self.page.prefetch_at(HEADER + i * SLOT);
-    }
-
     /// Decodes the length header at `off`: (suffix length, value length, header bytes,
     /// whether the value is a stub).
     #[inline]

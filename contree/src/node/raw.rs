@@ -321,21 +321,6 @@ impl RawPage {
         }
     }
 
-    /// Asks the CPU to start loading the cache line that holds byte `off` (clamped to the
-    /// page): no branch.
-    #[inline(always)]
-    pub(crate) fn prefetch_at(&self, off: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let off = off.min(self.size - 1);
-            // SAFETY: `off < size` (clamped; pages are never empty), so the address lies
-            // inside the page; a prefetch never faults and has no visible effect.
-            unsafe { prefetch_line(self.ptr.add(off)) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = off;
-    }
-
     /// Asks the CPU to start loading bytes `from..to` of the page, every cache line of them
     /// (see [`prefetch_head`](Self::prefetch_head)).
     #[inline]
@@ -514,9 +499,6 @@ mod tests {
             let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
             raw.prefetch_head::<1024>();
             raw.prefetch_head::<4096>();
-            raw.prefetch_at(0);
-            raw.prefetch_at(size);
-            raw.prefetch_at(usize::MAX / 2);
             raw.prefetch(512, 4096);
         }
     }

@@ -155,7 +155,7 @@ impl Node {
         key: &[u8],
         dir: &Directory,
     ) -> Result<(usize, bool), Restart> {
-        let (pos, found, _) = self.search::<true>(key, false, dir)?;
+        let (pos, found, _) = self.search::<true>(key, dir)?;
         Ok((pos, found))
     }
 
@@ -166,7 +166,7 @@ impl Node {
         key: &[u8],
         dir: &Directory,
     ) -> Result<(usize, bool, ValueHint), Restart> {
-        self.search::<true>(key, false, dir)
+        self.search::<true>(key, dir)
     }
 
     /// Whether `key` sorts after every key of the node, so that
@@ -205,20 +205,20 @@ impl Node {
     }
 
     /// The search of point reads ([`Tree::get`](crate::Tree::get) and its kin): the same
-    /// result as [`lower_bound`](Self::lower_bound) for a node at `LEAF`'s level, without
-    /// the append shortcut (it saves writers a search on the right edge, and would cost a
-    /// read a comparison in the root), inlined at every call site. The lean descent calls it
-    /// once for the root, once in its loop and once for the leaf, so that each gets branches
-    /// of its own: their outcomes differ by level (the root has no fences and often a
-    /// prefix taken from its keys, a leaf usually holds the key), and one shared branch
-    /// would mispredict at every level change.
+    /// result as [`lower_bound`](Self::lower_bound), without the append shortcut (it saves
+    /// writers a search on the right edge, and would cost a read a comparison in the root),
+    /// inlined at every call site. The lean descent calls it once for the root, once in its
+    /// loop and once for the leaf, so that each gets branches of its own: their outcomes
+    /// differ by level (the root has no fences and often a prefix taken from its keys, a
+    /// leaf usually holds the key), and one shared branch would mispredict at every level
+    /// change.
     #[inline(always)]
-    pub(crate) fn point_search<const LEAF: bool>(
+    pub(crate) fn point_search(
         &self,
         key: &[u8],
         dir: &Directory,
     ) -> Result<(usize, bool), Restart> {
-        let (pos, found, _) = self.search::<false>(key, LEAF, dir)?;
+        let (pos, found, _) = self.search::<false>(key, dir)?;
         Ok((pos, found))
     }
 
@@ -230,23 +230,21 @@ impl Node {
         key: &[u8],
         dir: &Directory,
     ) -> Result<(usize, bool, ValueHint), Restart> {
-        self.search::<false>(key, true, dir)
+        self.search::<false>(key, dir)
     }
 
-    /// [`lower_bound`](Self::lower_bound), with the append shortcut if `APPEND`; `prefetch`
-    /// says whether to prefetch the lines of the first probes: point reads of a leaf, whose
-    /// descent prefetched its first kilobyte. Writers do not (their descent prefetches
-    /// nothing either: a writer's leaf is often in cache); in writers' searches the
-    /// prefetches cost `append` 34 instructions per insert (callgrind, 1165 -> 1199). A found
-    /// key comes with its entry's [`ValueHint`] where the comparison decoded it.
+    /// [`lower_bound`](Self::lower_bound), with the append shortcut if `APPEND`. A found key
+    /// comes with its entry's [`ValueHint`] where the comparison decoded it. No prefetch of
+    /// the probes' lines here: point reads prefetched their whole leaf in the descent
+    /// (`Node::prefetch_leaf`), and writers' searches paid 34 instructions per `append` for
+    /// such prefetches (callgrind, 1165 -> 1199).
     #[inline(always)]
     fn search<const APPEND: bool>(
         &self,
         key: &[u8],
-        prefetch: bool,
         dir: &Directory,
     ) -> Result<(usize, bool, ValueHint), Restart> {
-        self.search_in::<APPEND>(key, prefetch, dir, self.count())
+        self.search_in::<APPEND>(key, dir, self.count())
     }
 
     /// The inner node's child whose range holds `key`: its position and page id. The
@@ -259,7 +257,7 @@ impl Node {
         dir: &Directory,
     ) -> Result<(usize, PageId), Restart> {
         let count = self.count();
-        let (pos, _, _) = self.search_in::<false>(key, false, dir, count)?;
+        let (pos, _, _) = self.search_in::<false>(key, dir, count)?;
         Ok((pos, self.child_in(pos, count)?))
     }
 
@@ -305,7 +303,6 @@ impl Node {
     fn search_in<const APPEND: bool>(
         &self,
         key: &[u8],
-        prefetch: bool,
         dir: &Directory,
         count: usize,
     ) -> Result<(usize, bool, ValueHint), Restart> {
@@ -330,18 +327,6 @@ impl Node {
         let long = long_key_len(self.page_size()).wrapping_sub(plen);
         if count == 0 {
             return Ok((0, false, ValueHint::NONE));
-        }
-        if prefetch {
-            // The descent already prefetched the first `DESCENT_PREFETCH` bytes. In a leaf
-            // whose slots run past them, start loading the lines of the binary search's first
-            // two probes (see `first_head_at_least`: the first, then the second either way)
-            // so that their misses overlap; straight-line code (a loop over every slot line
-            // cost a branch that mispredicted on ~0.75 of gets). Lines already prefetched
-            // cost a prefetch instruction each.
-            let p = span(count);
-            self.prefetch_slot(count - p);
-            self.prefetch_slot(p / 2);
-            self.prefetch_slot(count - p / 2);
         }
         // Appends (auto-increment keys) go past the last key: decide them with one
         // comparison. On the right edge of the tree nodes have no upper fence and hence no

@@ -92,7 +92,7 @@ fn searches_match_a_linear_scan_at_every_count() {
                 "{j} {q:?}"
             );
             assert_eq!(
-                n.point_search::<true>(q, &test_dir()).unwrap(),
+                n.point_search(q, &test_dir()).unwrap(),
                 (want, found),
                 "{j} {q:?}"
             );

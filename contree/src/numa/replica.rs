@@ -174,7 +174,7 @@ impl Replica {
             if level == 0 {
                 return Err(Restart);
             }
-            let pos = node.point_search::<false>(key, core.directory())?.0;
+            let pos = node.point_search(key, core.directory())?.0;
             let child = node.child(pos)?;
             if level == 1 {
                 let (leaf, leaf_guard) = core.step_to_leaf(child, &guard)?;
@@ -395,7 +395,7 @@ impl TreeCore {
             visit(root)?;
         }
         while level != 0 {
-            let child = node.child(node.point_search::<false>(key, self.directory())?.0)?;
+            let child = node.child(node.point_search(key, self.directory())?.0)?;
             let (next, latch) = self.page(child)?;
             let next_guard = latch.optimistic();
             guard.validate()?;

@@ -207,7 +207,7 @@ impl LineRead {
             core.counters.add(Counter::MarkRejections, 1);
             return Ok((0, false, LineRead { entry, span: None }));
         }
-        let (pos, found) = leaf.point_search::<true>(key, core.directory())?;
+        let (pos, found) = leaf.point_search(key, core.directory())?;
         let span = match found {
             true => {
                 let e = leaf.entry(pos)?;

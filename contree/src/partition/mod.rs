@@ -298,7 +298,7 @@ impl TreeCore {
                 return Ok(None);
             };
             let pos = match key {
-                Some(k) => node.point_search::<false>(k, self.directory())?.0,
+                Some(k) => node.point_search(k, self.directory())?.0,
                 None => node.count(),
             };
             let root_level = self.optimistic_root_level_at(&node, pos)?;
