@@ -110,6 +110,16 @@ pub struct Config {
     /// [`Stats::huge_extents`](crate::Stats::huge_extents). No effect elsewhere than Linux
     /// or under NUMA page placement. Default on.
     pub huge_pages: bool,
+    /// Fault fresh pages in ahead of use: with the space manager on, its thread faults in
+    /// the pages of the segment (32 pages) that writers take fresh pages from before they
+    /// reach them, with one system call per few pages (Linux:
+    /// `madvise(MADV_POPULATE_WRITE)`), so that a split takes a page that is already there
+    /// instead of paying a page fault under its leaf's latch (2.4 to 3 us per fresh page on
+    /// a virtual machine; see `docs/design.md`). It opens no segment ahead: a tree holds the
+    /// same memory as without. Counted in
+    /// [`Stats::pages_prefaulted`](crate::Stats::pages_prefaulted). No effect without the
+    /// space manager, elsewhere than Linux or under NUMA page placement. Default on.
+    pub prefault: bool,
     /// The blob heap: out-of-line bytes shorter than a page (values longer than
     /// [`max_inline_value_len`](Self::max_inline_value_len), the rests of keys longer than
     /// [`max_inline_key_len`](Self::max_inline_key_len)) are packed many to a page, so that
@@ -336,6 +346,7 @@ impl Default for Config {
             space_manager_share: 0.02,
             return_memory: true,
             huge_pages: true,
+            prefault: true,
             blob_heap: true,
             combining: true,
             split_gate: true,

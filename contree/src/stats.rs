@@ -163,6 +163,9 @@ pub struct Stats {
     /// pages, since the pool was made (pool-wide). Whether the kernel backs them with huge
     /// pages is its choice (its `transparent_hugepage` settings, free memory).
     pub huge_extents: u64,
+    /// Fresh pages the space manager faulted in ahead of use
+    /// ([`Config::prefault`](crate::Config::prefault); pool-wide, since the pool was made).
+    pub pages_prefaulted: u64,
     /// NUMA ([`Config::numa`](crate::Config::numa)): the nodes of the tree's topology.
     pub numa_nodes: usize,
     /// NUMA: point reads that took the NUMA-aware index phase (every point read while a
@@ -289,6 +292,7 @@ impl Tree {
         core.numa_stats(&mut s);
         (s.bytes_free, s.bytes_returned) = core.pool_free_bytes();
         s.huge_extents = core.pool_huge_extents();
+        s.pages_prefaulted = core.pool_prefaulted();
         let mut used = 0usize;
         let size = core.config().page_size;
         let long_keys = core.has_long_keys();

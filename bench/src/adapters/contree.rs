@@ -168,6 +168,11 @@ pub const VARIANTS: &[Variant] = &[
         "contree with the page pool on small pages only (huge_pages = false)",
         |shape| build_changed(shape, |c| c.huge_pages = false),
     ),
+    (
+        "contree-noprefault",
+        "contree with fresh pages faulted in by their writers, not ahead (prefault = false)",
+        |shape| build_changed(shape, |c| c.prefault = false),
+    ),
 ];
 
 /// A contree adapter with the default `Config` as `change` leaves it.

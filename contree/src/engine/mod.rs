@@ -143,6 +143,7 @@ impl TreeCore {
             config.max_memory,
             config.return_memory,
             crate::page::Huge::of(&config),
+            config.prefault && config.space_manager,
             config.numa.placement(),
         );
         Self::in_pool(config, pool)
@@ -352,6 +353,18 @@ impl TreeCore {
     /// Collapses the pool's full huge-page extents that wait for the space manager.
     pub(crate) fn collapse_extents(&self) {
         self.pool.collapse_pending();
+    }
+
+    /// The space manager's part of `Config::prefault`: faults in the segment of fresh pages
+    /// a writer asked for, if any (`page::prefault`): `None` if none, else the pages of it
+    /// writers had taken already.
+    pub(crate) fn prefault_ahead(&self) -> Option<usize> {
+        self.pool.prefault_ahead()
+    }
+
+    /// Pages of the pool faulted in ahead of use (`Stats::pages_prefaulted`).
+    pub(crate) fn pool_prefaulted(&self) -> u64 {
+        self.pool.prefaulted()
     }
 
     /// Huge-page extents of the pool advised for huge pages (`Stats::huge_extents`).

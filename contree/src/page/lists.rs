@@ -82,6 +82,13 @@ impl FreeList {
         Some(lists.fresh)
     }
 
+    /// The fresh pages left in `node`'s current segment: the next one and the segment's end
+    /// (`None` when it has none left).
+    pub(super) fn fresh_range(&self, node: usize) -> Option<(usize, usize)> {
+        let lists = &self.nodes[node];
+        (lists.fresh < lists.fresh_end).then_some((lists.fresh, lists.fresh_end))
+    }
+
     /// The fresh page `node` takes next from its current segment, if that has one left.
     pub(super) fn current_fresh(&self, node: usize) -> Option<usize> {
         let lists = &self.nodes[node];
@@ -187,6 +194,7 @@ mod tests {
             usize::MAX,
             return_memory,
             Huge::Advise,
+            false,
             Some(placement),
         )
     }

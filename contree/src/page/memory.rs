@@ -169,6 +169,46 @@ pub(crate) unsafe fn advise_small(mem: *mut u8, len: usize) {
     unsafe { libc::madvise(mem.cast(), len, libc::MADV_NOHUGEPAGE) };
 }
 
+/// `madvise(MADV_POPULATE_WRITE)`, which the `libc` crate may not name (Linux 5.14 and later).
+#[cfg(target_os = "linux")]
+const MADV_POPULATE_WRITE: libc::c_int = 23;
+
+/// Whether [`populate`] found the kernel without `MADV_POPULATE_WRITE` (then it stops asking).
+static POPULATE_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Faults in the `len` bytes at `mem` writable, as writes to each of their pages would,
+/// without writing them (`madvise(MADV_POPULATE_WRITE)`: one system call instead of a
+/// page fault per page, and no fault at the first write afterwards). Pages already there
+/// keep their contents. `false` if the kernel refused (before Linux 5.14, or short of
+/// memory): the pages then fault in at their first use, as without.
+///
+/// # Safety
+/// `mem..mem + len` is anonymous private memory of this process from [`map`] or
+/// [`reserve`] that stays mapped during the call.
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn populate(mem: *mut u8, len: usize) -> bool {
+    if POPULATE_REFUSED.load(Relaxed) {
+        return false;
+    }
+    // SAFETY: the caller's contract; populating keeps the contents of every page (the
+    // untouched ones read as zeroes before and after).
+    let done = unsafe { libc::madvise(mem.cast(), len, MADV_POPULATE_WRITE) } == 0;
+    if !done && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        POPULATE_REFUSED.store(true, Relaxed);
+    }
+    done
+}
+
+/// Elsewhere pages are not faulted in ahead.
+///
+/// # Safety
+/// None needed.
+#[cfg(not(target_os = "linux"))]
+pub(crate) unsafe fn populate(_mem: *mut u8, _len: usize) -> bool {
+    let _ = &POPULATE_REFUSED;
+    false
+}
+
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn reserve(_len: usize) -> Option<*mut u8> {
     None

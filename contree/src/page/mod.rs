@@ -38,6 +38,7 @@
 mod extent;
 mod lists;
 pub(crate) mod memory;
+mod prefault;
 mod release;
 mod segments;
 
@@ -49,7 +50,7 @@ use crate::sync::{HybridLatch, Restart};
 use lists::FreeList;
 use std::alloc::{dealloc, Layout};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A page id. Id 0 is a valid page.
@@ -132,6 +133,12 @@ pub(crate) struct PagePool {
     advise_inline: bool,
     /// Extents advised for huge pages (`Stats::huge_extents`).
     huge_extents: AtomicU64,
+    /// Whether the space manager faults fresh pages in ahead (`prefault`).
+    prefault: bool,
+    /// A writer started a full segment: the next one is to be faulted in (`prefault`).
+    prefault_wanted: AtomicBool,
+    /// Pages faulted in ahead (`Stats::pages_prefaulted`).
+    prefaulted: AtomicU64,
     /// Free pages that the last periodic `release` kept because their huge-page extents
     /// were not wholly free.
     held_in_extents: AtomicUsize,
@@ -186,16 +193,25 @@ impl PagePool {
     /// extents.
     #[cfg(test)]
     pub(crate) fn new(page_size: usize, max_memory: usize, return_memory: bool) -> Arc<PagePool> {
-        Self::placed(page_size, max_memory, return_memory, Huge::Advise, None)
+        Self::placed(
+            page_size,
+            max_memory,
+            return_memory,
+            Huge::Advise,
+            false,
+            None,
+        )
     }
 
     /// [`new`](Self::new), with huge-page extents as `huge` says (`Config::huge_pages`),
-    /// placing pages on the nodes of `placement` (if it has several).
+    /// fresh pages faulted in ahead if `prefault` (`Config::prefault` with the space
+    /// manager on), placing pages on the nodes of `placement` (if it has several).
     pub(crate) fn placed(
         page_size: usize,
         max_memory: usize,
         return_memory: bool,
         huge: Huge,
+        prefault: bool,
         placement: Option<Placement>,
     ) -> Arc<PagePool> {
         let max_pages = (max_memory / page_size).min(MAX_PAGES);
@@ -213,6 +229,9 @@ impl PagePool {
             extents: Self::plan_extents(page_size, huge != Huge::Off, placement.is_some()),
             advise_inline: huge == Huge::Advise,
             huge_extents: AtomicU64::new(0),
+            prefault: Self::plan_prefault(prefault, placement.is_some()),
+            prefault_wanted: AtomicBool::new(false),
+            prefaulted: AtomicU64::new(0),
             held_in_extents: AtomicUsize::new(0),
             placement,
             pages_on: (0..counted).map(|_| AtomicUsize::new(0)).collect(),
@@ -350,10 +369,13 @@ impl PagePool {
                 self.pages_on[self.home(pid)].fetch_add(1, Ordering::Relaxed);
             }
         }
-        if self.advise_inline && !st.collapse.is_empty() {
-            let heads = std::mem::take(&mut st.collapse);
-            drop(st);
-            self.collapse(heads, false);
+        let collapse = match self.advise_inline {
+            true => std::mem::take(&mut st.collapse),
+            false => Vec::new(),
+        };
+        drop(st);
+        if !collapse.is_empty() {
+            self.collapse(collapse, false);
         }
         Ok(out)
     }
@@ -430,6 +452,7 @@ impl PagePool {
                 return None;
             }
             st.take_fresh(here);
+            self.note_fresh(pid);
             // A fresh page gets a version above 0 too: a page that is in use never shows
             // version 0, the version of a zeroed word.
             if self.latch(pid as PageId).renew(0) {

@@ -58,7 +58,7 @@ impl PagePool {
     /// and a `memset` of the whole segment: 27 instructions per random insert and 15 per
     /// append at 4 KiB pages (callgrind), and every page written twice (the kernel's zeroing
     /// at the fault, then the `memset`).
-    fn maps_here() -> bool {
+    pub(super) fn maps_here() -> bool {
         cfg!(all(target_os = "linux", not(miri)))
     }
 

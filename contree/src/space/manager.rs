@@ -19,6 +19,15 @@
 //! fill target the tree can never reach (1.0) costs no busy core. The thread runs the tree whose turn comes first and sleeps
 //! until the next turn; it never spins.
 //!
+//! **Fresh pages ahead** ([`Config::prefault`](crate::Config::prefault), `page/prefault.rs`).
+//! Whenever the thread wakes it faults in the rest of the segment of fresh pages that each
+//! pool in its care asked for (a writer started it); while it finds such work it wakes
+//! again soon, more often when it came late (`Poll`: a few looks per
+//! segment the writers fill), and after 16 ms without any only rounds look. Writers never wake it: waking a sleeping thread cost the waker 22 us at
+//! the median on the shared VM (an interprocessor interrupt), a writer's p999 in a
+//! long-key load. Not paced by the share: the work is what the writers would otherwise do
+//! themselves, inside their splits.
+//!
 //! **Sharing.** The service holds a weak reference to each tree's shared state. Dropping a
 //! [`Tree`](crate::Tree) takes it off the list and waits for a round in progress (rounds are
 //! short and never wait for a latch), so the tree's memory is freed by the dropping thread,
@@ -41,6 +50,11 @@ const ATTEMPTS: usize = 8;
 /// The pause after a round with nothing to do, doubled while that lasts, up to `IDLE_MAX`.
 const IDLE_MIN: Duration = Duration::from_millis(10);
 const IDLE_MAX: Duration = Duration::from_secs(1);
+/// Fresh pages ahead: the pause between looks while pools grow (see [`Poll`]).
+const POLL_START: Duration = Duration::from_millis(1);
+const POLL_MIN: Duration = Duration::from_micros(1000);
+const POLL_MAX: Duration = Duration::from_millis(16);
+const QUIET_LOOKS: u32 = 3;
 
 /// One tree the service looks after.
 struct Entry {
@@ -60,6 +74,75 @@ struct Service {
     /// Held by the thread from taking a strong reference to a tree until it lets it go, so
     /// that [`release`] can wait for the end of a round.
     round: Mutex<()>,
+}
+
+/// Puts the calling thread (the service's) under Linux's `SCHED_BATCH` policy: the same
+/// share of the CPU as before, but its wake-ups never preempt a running thread, so a round
+/// or a prefault that wakes up on a writer's CPU waits for the writer's time slice or for
+/// another CPU instead of stalling it (a writer stalled 100-180 us at such wake-ups in a
+/// long-key load, `bench/results/prefault-s54.txt`). Best effort; nothing elsewhere.
+fn background_policy() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: changes only the calling thread's scheduling policy; `param` is a valid
+        // `sched_param` for the call's duration.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    }
+}
+
+/// Faults in what the pools of the trees in the service's care asked for, under `round`
+/// (a dropping tree waits for it, as for a round): `None` if none asked, else the most pages
+/// that writers had taken from a segment before the thread came to it.
+fn prefault(svc: &Service) -> Option<usize> {
+    let _round = lock(&svc.round);
+    let trees: Vec<Arc<TreeCore>> = lock(&svc.trees)
+        .iter()
+        .filter_map(|e| e.tree.upgrade())
+        .collect();
+    let late = trees.iter().filter_map(|core| core.prefault_ahead()).max();
+    // The trees are let go before `round`.
+    drop(trees);
+    late
+}
+
+/// When the thread looks for fresh pages to fault in (see [`prefault`]) while pools grow.
+/// The aim is a few looks per segment that writers fill, whatever their rate: the pause
+/// halves (down to [`POLL_MIN`]) after a look that came after writers had taken a quarter
+/// of their segment, and doubles after [`QUIET_LOOKS`] looks in a row that found nothing;
+/// once it passes [`POLL_MAX`] only rounds look.
+#[derive(Clone, Copy, Debug, Default)]
+struct Poll {
+    /// The pause before the next look; `None`: no looks between rounds.
+    pause: Option<Duration>,
+    /// Looks in a row that found nothing.
+    quiet: u32,
+}
+
+impl Poll {
+    /// After a look that found `late` (see [`prefault`]).
+    fn next(self, late: Option<usize>) -> Poll {
+        let now = self.pause.unwrap_or(POLL_START);
+        match late {
+            None if self.pause.is_none() => self,
+            None if self.quiet + 1 < QUIET_LOOKS => Poll {
+                quiet: self.quiet + 1,
+                ..self
+            },
+            None => Poll {
+                pause: Some(now * 2).filter(|&p| p <= POLL_MAX),
+                quiet: 0,
+            },
+            Some(taken) if taken > crate::page::SEGMENT_PAGES / 4 => Poll {
+                pause: Some((now / 2).max(POLL_MIN)),
+                quiet: 0,
+            },
+            Some(_) => Poll {
+                pause: Some(now),
+                quiet: 0,
+            },
+        }
+    }
 }
 
 fn service() -> &'static Service {
@@ -149,7 +232,12 @@ fn round(core: &TreeCore, rng: &mut Rng) -> Option<usize> {
 }
 
 fn run(svc: &Service) {
+    background_policy();
+    let mut poll = Poll::default();
     loop {
+        let late = prefault(svc);
+        poll = poll.next(late);
+        let poll = poll.pause;
         let round_lock = lock(&svc.round);
         // The tree whose turn comes first; dropped trees leave the list.
         let due = {
@@ -162,13 +250,13 @@ fn run(svc: &Service) {
                     let wait = e.next - now;
                     drop(trees);
                     drop(round_lock);
-                    std::thread::park_timeout(wait);
+                    std::thread::park_timeout(poll.map_or(wait, |p| p.min(wait)));
                     continue;
                 }
                 None => {
                     drop(trees);
                     drop(round_lock);
-                    std::thread::park_timeout(IDLE_MAX);
+                    std::thread::park_timeout(poll.unwrap_or(IDLE_MAX));
                     continue;
                 }
             }
