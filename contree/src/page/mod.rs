@@ -38,7 +38,7 @@
 mod extent;
 mod lists;
 pub(crate) mod memory;
-mod prefault;
+pub(crate) mod prefault;
 mod release;
 mod segments;
 

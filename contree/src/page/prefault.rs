@@ -25,7 +25,18 @@
 //! the space manager (no thread to do it).
 
 use super::{memory, PagePool, SEGMENT_PAGES, SEGMENT_SHIFT, SMALL_SEGMENTS};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether some pool of the process flagged a segment since the space manager last looked:
+/// the manager walks its trees for [`PagePool::prefault_ahead`] only then, so that a
+/// process with many trees pays nothing per look while none grows.
+static ANY_WANTED: AtomicBool = AtomicBool::new(false);
+
+/// Takes the process-wide flag of [`ANY_WANTED`]: whether any pool asked since the last
+/// call.
+pub(crate) fn take_any_wanted() -> bool {
+    ANY_WANTED.load(Ordering::Relaxed) && ANY_WANTED.swap(false, Ordering::AcqRel)
+}
 
 /// Pages faulted in per system call: a call holds the process's memory-map lock for
 /// reading, and a writer's `mmap` or `brk` waits for it (a segment in one call took
@@ -48,6 +59,7 @@ impl PagePool {
             && pid >> SEGMENT_SHIFT >= SMALL_SEGMENTS
         {
             self.prefault_wanted.store(true, Ordering::Relaxed);
+            ANY_WANTED.store(true, Ordering::Release);
         }
     }
 

@@ -95,6 +95,9 @@ fn background_policy() {
 /// (a dropping tree waits for it, as for a round): `None` if none asked, else the most pages
 /// that writers had taken from a segment before the thread came to it.
 fn prefault(svc: &Service) -> Option<usize> {
+    if !crate::page::prefault::take_any_wanted() {
+        return None;
+    }
     let _round = lock(&svc.round);
     let trees: Vec<Arc<TreeCore>> = lock(&svc.trees)
         .iter()
