@@ -174,6 +174,7 @@ pub(crate) unsafe fn advise_small(mem: *mut u8, len: usize) {
 const MADV_POPULATE_WRITE: libc::c_int = 23;
 
 /// Whether [`populate`] found the kernel without `MADV_POPULATE_WRITE` (then it stops asking).
+#[cfg(target_os = "linux")]
 static POPULATE_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Faults in the `len` bytes at `mem` writable, as writes to each of their pages would,
@@ -205,7 +206,6 @@ pub(crate) unsafe fn populate(mem: *mut u8, len: usize) -> bool {
 /// None needed.
 #[cfg(not(target_os = "linux"))]
 pub(crate) unsafe fn populate(_mem: *mut u8, _len: usize) -> bool {
-    let _ = &POPULATE_REFUSED;
     false
 }
 

@@ -135,7 +135,7 @@ pub(crate) struct PagePool {
     huge_extents: AtomicU64,
     /// Whether the space manager faults fresh pages in ahead (`prefault`).
     prefault: bool,
-    /// A writer started a full segment: the next one is to be faulted in (`prefault`).
+    /// A writer started a full segment: the rest of it is to be faulted in (`prefault`).
     prefault_wanted: AtomicBool,
     /// Pages faulted in ahead (`Stats::pages_prefaulted`).
     prefaulted: AtomicU64,
@@ -369,13 +369,10 @@ impl PagePool {
                 self.pages_on[self.home(pid)].fetch_add(1, Ordering::Relaxed);
             }
         }
-        let collapse = match self.advise_inline {
-            true => std::mem::take(&mut st.collapse),
-            false => Vec::new(),
-        };
-        drop(st);
-        if !collapse.is_empty() {
-            self.collapse(collapse, false);
+        if self.advise_inline && !st.collapse.is_empty() {
+            let heads = std::mem::take(&mut st.collapse);
+            drop(st);
+            self.collapse(heads, false);
         }
         Ok(out)
     }

@@ -74,7 +74,7 @@ impl PagePool {
         let (next, end) = self.lock().fresh_range(0)?;
         let seg = next >> SEGMENT_SHIFT;
         let first = seg << SEGMENT_SHIFT;
-        if seg < SMALL_SEGMENTS || next >= end {
+        if seg < SMALL_SEGMENTS {
             return None;
         }
         // Opened by the writer that took its first page; its memory stays mapped until the

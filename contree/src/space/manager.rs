@@ -22,11 +22,11 @@
 //! **Fresh pages ahead** ([`Config::prefault`](crate::Config::prefault), `page/prefault.rs`).
 //! Whenever the thread wakes it faults in the rest of the segment of fresh pages that each
 //! pool in its care asked for (a writer started it); while it finds such work it wakes
-//! again soon, more often when it came late (`Poll`: a few looks per
-//! segment the writers fill), and after 16 ms without any only rounds look. Writers never wake it: waking a sleeping thread cost the waker 22 us at
-//! the median on the shared VM (an interprocessor interrupt), a writer's p999 in a
-//! long-key load. Not paced by the share: the work is what the writers would otherwise do
-//! themselves, inside their splits.
+//! again soon, more often when it came late ([`Poll`]: a few looks per segment the writers
+//! fill), and after 16 ms without any only rounds look. Writers never wake it: waking a
+//! sleeping thread cost the waker 22 us at the median on the shared VM (an interprocessor
+//! interrupt), a writer's p999 in a long-key load. Not paced by the share: the work is what
+//! the writers would otherwise do themselves, inside their splits.
 //!
 //! **Sharing.** The service holds a weak reference to each tree's shared state. Dropping a
 //! [`Tree`](crate::Tree) takes it off the list and waits for a round in progress (rounds are
@@ -50,9 +50,9 @@ const ATTEMPTS: usize = 8;
 /// The pause after a round with nothing to do, doubled while that lasts, up to `IDLE_MAX`.
 const IDLE_MIN: Duration = Duration::from_millis(10);
 const IDLE_MAX: Duration = Duration::from_secs(1);
-/// Fresh pages ahead: the pause between looks while pools grow (see [`Poll`]).
-const POLL_START: Duration = Duration::from_millis(1);
-const POLL_MIN: Duration = Duration::from_micros(1000);
+/// Fresh pages ahead: the first and shortest pause between looks while pools grow, and
+/// the longest (see [`Poll`]).
+const POLL_MIN: Duration = Duration::from_millis(1);
 const POLL_MAX: Duration = Duration::from_millis(16);
 const QUIET_LOOKS: u32 = 3;
 
@@ -125,7 +125,7 @@ struct Poll {
 impl Poll {
     /// After a look that found `late` (see [`prefault`]).
     fn next(self, late: Option<usize>) -> Poll {
-        let now = self.pause.unwrap_or(POLL_START);
+        let now = self.pause.unwrap_or(POLL_MIN);
         match late {
             None if self.pause.is_none() => self,
             None if self.quiet + 1 < QUIET_LOOKS => Poll {
