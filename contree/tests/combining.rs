@@ -170,7 +170,7 @@ fn each_writer_gets_its_own_results() {
                 for (t, model) in models.iter_mut().enumerate() {
                     let seed = seed;
                     s.spawn(move || {
-                        let mut x = seed * 0x9e37_79b9_7f4a_7c15 + t as u64;
+                        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) + t as u64;
                         for n in 0..3_000u64 {
                             x ^= x << 13;
                             x ^= x >> 7;

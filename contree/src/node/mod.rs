@@ -141,12 +141,15 @@ pub(crate) fn head_of(suffix: &[u8]) -> u32 {
     if let Some(h) = suffix.first_chunk::<4>() {
         return u32::from_be_bytes(*h);
     }
-    // Fewer than 4 bytes: pad with zeros (a byte loop, not a `memcpy` call).
-    let mut h = 0u32;
-    for i in 0..4 {
-        h = (h << 8) | suffix.get(i).copied().unwrap_or(0) as u32;
+    // Fewer than 4 bytes: pad with zeros. One comparison per length, not a byte loop (the
+    // suffixes of appends under a prefix taken from their keys are this short: the loop
+    // cost an append 27 instructions, callgrind).
+    match *suffix {
+        [] => 0,
+        [a] => (a as u32) << 24,
+        [a, b] => (a as u32) << 24 | (b as u32) << 16,
+        [a, b, c, ..] => (a as u32) << 24 | (b as u32) << 16 | (c as u32) << 8,
     }
-    h
 }
 
 /// Bytes the length header of an entry takes: one byte for a suffix below 8 and a value

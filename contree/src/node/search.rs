@@ -169,9 +169,11 @@ impl Node {
         self.search::<true>(key, dir)
     }
 
-    /// Whether `key` sorts after every key of the node, so that
-    /// [`lower_bound`](Self::lower_bound) gives `(count, false)`; false for an empty node and
-    /// for a node whose prefix comes from its fences (the rightmost nodes, which the append
+    /// Whether `key` carries the node's prefix and sorts after every key of the node, so
+    /// that [`lower_bound`](Self::lower_bound) gives `(count, false)` and
+    /// `NodeMut::append_entry` may store it; false for an empty node, for a key above the
+    /// keys that lacks the prefix (its insert rebuilds the node with a shorter one) and for
+    /// a node whose prefix comes from its fences (the rightmost nodes, which the append
     /// finger asks, have none). Needs no fence compare: the node's keys lie above its lower
     /// fence, so a key above them does too. Safe to run optimistically.
     #[inline(always)]
@@ -185,10 +187,8 @@ impl Node {
             if self.prefix_is_guaranteed() {
                 return Ok(false);
             }
-            match self.key_vs_prefix(key)? {
-                Ordering::Equal => {}
-                Ordering::Less => return Ok(false),
-                Ordering::Greater => return Ok(true),
+            if self.key_vs_prefix(key)? != Ordering::Equal {
+                return Ok(false);
             }
         }
         let suffix = &key[plen..];

@@ -489,7 +489,7 @@ fn a_scratch_page_is_reused() {
 }
 
 /// `sorts_after_last` (the append finger's look) is true exactly when `lower_bound` puts a
-/// key after every entry, on right-edge leaves (no upper fence) with a prefix their keys
+/// key after every entry and the key carries the node's prefix, on right-edge leaves (no upper fence) with a prefix their keys
 /// decide and without one, for keys that carry the prefix and keys that do not, of every
 /// length around the entries'; and it is false for an empty node and for a node whose
 /// prefix its fences decide.
@@ -531,7 +531,8 @@ fn sorts_after_last_agrees_with_lower_bound_on_the_right_edge() {
                 continue; // Outside the node's fences.
             }
             let (pos, found) = n.lower_bound(key, &dir).unwrap();
-            let after = pos == n.count() && !found;
+            let prefixed = n.key_vs_prefix(key) == Ok(std::cmp::Ordering::Equal);
+            let after = pos == n.count() && !found && prefixed;
             assert_eq!(
                 n.sorts_after_last(key, &dir),
                 Ok(after),

@@ -74,7 +74,8 @@ pub(crate) enum Placed {
 }
 
 /// Stores the inline `value` for `key` at `pos` of the latched leaf `node`, over the entry
-/// there if `found` (which has an inline value too). The leaf is unchanged on failure.
+/// there if `found` (which has an inline value too); `appended` as for
+/// [`NodeMut::insert_entry_appended`]. The leaf is unchanged on failure.
 /// The common path of inserts, kept apart from out-of-line values so that it stays lean.
 #[inline(always)]
 pub(crate) fn put_inline(
@@ -83,9 +84,10 @@ pub(crate) fn put_inline(
     key: &[u8],
     found: bool,
     value: &[u8],
+    appended: bool,
 ) -> Result<Result<Placed, Stop>, Restart> {
     if !found {
-        return Ok(if node.insert_entry(pos, key, value) {
+        return Ok(if node.insert_entry_appended(pos, key, value, appended) {
             Ok(Placed::Entry)
         } else {
             Err(need_split(key, value.len(), false))
@@ -129,7 +131,7 @@ pub(crate) fn insert_latched<const SWITCH: bool>(
     } else {
         Some(node.value_mut(pos).to_vec())
     };
-    if put_inline(&mut node, pos, key, found, value)?.is_err() {
+    if put_inline(&mut node, pos, key, found, value, at_end)?.is_err() {
         return Ok(None);
     }
     *split_at = core.policy.after_change(&mut node, pos, slow_path, core);
@@ -371,7 +373,7 @@ impl Tree {
                             if old_stub.is_none()
                                 && bytes.len() <= core.config().max_inline_value_len()
                             {
-                                put_inline(&mut node, pos, key, found, bytes)?
+                                put_inline(&mut node, pos, key, found, bytes, false)?
                             } else {
                                 put_out_of_line(core, &mut node, pos, key, found, old_stub, &value)
                             }
