@@ -104,7 +104,8 @@ pub struct RunArgs {
     /// Value size in bytes [default: 8; 128 for news].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub value_size: Option<u32>,
-    /// Time one operation in this many for the latency percentiles.
+    /// Time one operation in this many (on average, at random gaps) for the latency
+    /// percentiles.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub sample: u32,
     /// Seed of every random choice.
