@@ -85,6 +85,35 @@ fn sequential_inserts_fill_pages() {
     assert_eq!(tree.last().unwrap().0, 99_999u64.to_be_bytes().to_vec());
 }
 
+/// Appends whose carries change bytes of the rightmost leaf's prefix (taken from its keys):
+/// a key above every key of the leaf that lacks the prefix is not stored by the append
+/// finger's shortcut (which skips the prefix compare) but by the search and a rebuild with a
+/// shorter prefix. Every key reads back, in order, with its own value.
+#[test]
+fn appends_across_prefix_carries_keep_every_key() {
+    let tree = Tree::new();
+    // Crosses 2^56 (the top byte) and, on the way, every lower byte's carry.
+    let base = 0x00ff_ffff_ffff_0000u64;
+    let n = 150_000u64;
+    for i in 0..n {
+        let k = (base + i).to_be_bytes();
+        assert_eq!(tree.insert(&k, &i.to_le_bytes()).unwrap(), None, "{i}");
+    }
+    assert_eq!(tree.len(), n as usize);
+    tree.check_invariants().unwrap();
+    for i in (0..n).step_by(7) {
+        let got = tree.get(&(base + i).to_be_bytes());
+        assert_eq!(got, Some(i.to_le_bytes().to_vec()), "{i}");
+    }
+    let mut want = 0u64;
+    for (k, v) in tree.iter() {
+        assert_eq!(&k[..], &(base + want).to_be_bytes()[..]);
+        assert_eq!(&v[..], &want.to_le_bytes()[..]);
+        want += 1;
+    }
+    assert_eq!(want, n);
+}
+
 #[test]
 fn concurrent_disjoint_writers_and_scanners() {
     let _watchdog = watchdog(
