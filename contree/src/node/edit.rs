@@ -245,23 +245,13 @@ impl NodeMut<'_> {
         self.insert_stored_as::<false, false>(pos, key, value)
     }
 
-    /// [`insert_entry`](NodeMut::insert_entry), told by `appended` that `key` carries the
-    /// node's prefix and sorts after every key of the non-empty node, as the append finger's
-    /// look found ([`Node::sorts_after_last`]): then neither an empty node's new prefix nor
-    /// the prefix compare applies (the look compared it; again here it cost an append ~20
-    /// instructions, callgrind).
-    #[inline(always)]
-    pub(crate) fn insert_entry_appended(
-        &mut self,
-        pos: usize,
-        key: &[u8],
-        value: &[u8],
-        appended: bool,
-    ) -> bool {
-        match appended {
-            true => self.insert_stored_as::<false, true>(pos, key, value),
-            false => self.insert_stored_as::<false, false>(pos, key, value),
-        }
+    /// [`insert_entry`](NodeMut::insert_entry) at the end (`pos` is the count) of a
+    /// non-empty node, of a key that carries the node's prefix and sorts after every key,
+    /// as the append finger's look found ([`Node::sorts_after_last`]): neither an empty
+    /// node's new prefix nor the prefix compare applies (the look compared it; again here it
+    /// cost an append ~20 instructions, callgrind).
+    pub(crate) fn insert_entry_appended(&mut self, pos: usize, key: &[u8], value: &[u8]) -> bool {
+        self.insert_stored_as::<false, true>(pos, key, value)
     }
 
     /// [`insert_entry`](NodeMut::insert_entry) of a stored value: the stub of an
@@ -283,7 +273,7 @@ impl NodeMut<'_> {
 
     /// [`insert_stored`](NodeMut::insert_stored) with the form known at compile time, so
     /// that the inline inserts pay nothing for stubs; `APPENDED` as for
-    /// [`insert_entry_appended`](Self::insert_entry_appended) (a copy of its own: a flag
+    /// [`insert_entry_appended`](Self::insert_entry_appended) (a copy of its own: the flag
     /// passed at run time cost random inserts ~15 instructions, callgrind).
     fn insert_stored_as<const STUB: bool, const APPENDED: bool>(
         &mut self,

@@ -171,7 +171,7 @@ impl Node {
 
     /// Whether `key` carries the node's prefix and sorts after every key of the node, so
     /// that [`lower_bound`](Self::lower_bound) gives `(count, false)` and
-    /// `NodeMut::append_entry` may store it; false for an empty node, for a key above the
+    /// `NodeMut::insert_entry_appended` may store it; false for an empty node, for a key above the
     /// keys that lacks the prefix (its insert rebuilds the node with a shorter one) and for
     /// a node whose prefix comes from its fences (the rightmost nodes, which the append
     /// finger asks, have none). Needs no fence compare: the node's keys lie above its lower

@@ -68,7 +68,7 @@ fn apply_request(
     let outcome = match request.kind {
         Kind::Insert(value) => {
             let old = found.then(|| node.value_mut(pos).to_vec());
-            match put_inline(node, pos, key, found, value, false) {
+            match put_inline(node, pos, key, found, value) {
                 Ok(Ok(_)) => Outcome::Applied {
                     old,
                     underfull: false,

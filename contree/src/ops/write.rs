@@ -74,8 +74,7 @@ pub(crate) enum Placed {
 }
 
 /// Stores the inline `value` for `key` at `pos` of the latched leaf `node`, over the entry
-/// there if `found` (which has an inline value too); `appended` as for
-/// [`NodeMut::insert_entry_appended`]. The leaf is unchanged on failure.
+/// there if `found` (which has an inline value too). The leaf is unchanged on failure.
 /// The common path of inserts, kept apart from out-of-line values so that it stays lean.
 #[inline(always)]
 pub(crate) fn put_inline(
@@ -84,10 +83,9 @@ pub(crate) fn put_inline(
     key: &[u8],
     found: bool,
     value: &[u8],
-    appended: bool,
 ) -> Result<Result<Placed, Stop>, Restart> {
     if !found {
-        return Ok(if node.insert_entry_appended(pos, key, value, appended) {
+        return Ok(if node.insert_entry(pos, key, value) {
             Ok(Placed::Entry)
         } else {
             Err(need_split(key, value.len(), false))
@@ -131,7 +129,12 @@ pub(crate) fn insert_latched<const SWITCH: bool>(
     } else {
         Some(node.value_mut(pos).to_vec())
     };
-    if put_inline(&mut node, pos, key, found, value, at_end)?.is_err() {
+    let stored = match at_end {
+        // Known to sort after the leaf's keys, with its prefix (the finger's look).
+        true => node.insert_entry_appended(pos, key, value),
+        false => put_inline(&mut node, pos, key, found, value)?.is_ok(),
+    };
+    if !stored {
         return Ok(None);
     }
     *split_at = core.policy.after_change(&mut node, pos, slow_path, core);
@@ -373,7 +376,7 @@ impl Tree {
                             if old_stub.is_none()
                                 && bytes.len() <= core.config().max_inline_value_len()
                             {
-                                put_inline(&mut node, pos, key, found, bytes, false)?
+                                put_inline(&mut node, pos, key, found, bytes)?
                             } else {
                                 put_out_of_line(core, &mut node, pos, key, found, old_stub, &value)
                             }

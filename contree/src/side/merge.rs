@@ -47,9 +47,7 @@ impl Tree {
                             break;
                         }
                         match v {
-                            Some(v) if put_inline(&mut node, pos, k, found, v, false)?.is_err() => {
-                                break
-                            }
+                            Some(v) if put_inline(&mut node, pos, k, found, v)?.is_err() => break,
                             Some(_) => {}
                             None if found => {
                                 node.remove_at(pos);
