@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::adapters::Index;
+use crate::generators::FastRng;
 use crate::workloads::{Worker, Workload};
 
 /// Steps between two looks at the stop flag and the clock.
@@ -99,7 +100,7 @@ struct ThreadResult {
 pub struct Sampler {
     every: u32,
     left: u32,
-    rng: u64,
+    rng: FastRng,
 }
 
 impl Sampler {
@@ -108,8 +109,7 @@ impl Sampler {
         let mut s = Sampler {
             every: every.max(1),
             left: 1,
-            // xorshift64 must not start at 0.
-            rng: seed | 1,
+            rng: FastRng::new(seed),
         };
         s.left = s.gap();
         s
@@ -130,10 +130,7 @@ impl Sampler {
         if self.every == 1 {
             return 1;
         }
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        1 + (self.rng % (2 * self.every as u64 - 1)) as u32
+        1 + self.rng.below(2 * self.every as u64 - 1) as u32
     }
 }
 

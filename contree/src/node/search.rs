@@ -171,9 +171,9 @@ impl Node {
 
     /// Whether `key` carries the node's prefix and sorts after every key of the node, so
     /// that [`lower_bound`](Self::lower_bound) gives `(count, false)` and
-    /// `NodeMut::insert_entry_appended` may store it; false for an empty node, for a key above the
-    /// keys that lacks the prefix (its insert rebuilds the node with a shorter one) and for
-    /// a node whose prefix comes from its fences (the rightmost nodes, which the append
+    /// `NodeMut::insert_entry_appended` may store it; false for an empty node, for a key
+    /// above the keys that lacks the prefix (its insert rebuilds the node with a shorter
+    /// one) and for a node whose prefix comes from its fences (the rightmost nodes, which the append
     /// finger asks, have none). Needs no fence compare: the node's keys lie above its lower
     /// fence, so a key above them does too. Safe to run optimistically.
     #[inline(always)]

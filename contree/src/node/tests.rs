@@ -490,9 +490,9 @@ fn a_scratch_page_is_reused() {
 
 /// `sorts_after_last` (the append finger's look) is true exactly when `lower_bound` puts a
 /// key after every entry and the key carries the node's prefix, on right-edge leaves (no
-/// upper fence) with a prefix their keys decide and without one, for keys that carry the prefix and keys that do not, of every
-/// length around the entries'; and it is false for an empty node and for a node whose
-/// prefix its fences decide.
+/// upper fence) with a prefix their keys decide and without one, for keys that carry the
+/// prefix and keys that do not, of every length around the entries'; and it is false for an
+/// empty node and for a node whose prefix its fences decide.
 #[test]
 fn sorts_after_last_agrees_with_lower_bound_on_the_right_edge() {
     let dir = test_dir();

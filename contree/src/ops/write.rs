@@ -129,10 +129,11 @@ pub(crate) fn insert_latched<const SWITCH: bool>(
     } else {
         Some(node.value_mut(pos).to_vec())
     };
-    let stored = match at_end {
-        // Known to sort after the leaf's keys, with its prefix (the finger's look).
-        true => node.insert_entry_appended(pos, key, value),
-        false => put_inline(&mut node, pos, key, found, value)?.is_ok(),
+    // Known to sort after the leaf's keys, with its prefix (the finger's look).
+    let stored = if at_end {
+        node.insert_entry_appended(pos, key, value)
+    } else {
+        put_inline(&mut node, pos, key, found, value)?.is_ok()
     };
     if !stored {
         return Ok(None);
