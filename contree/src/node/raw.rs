@@ -229,6 +229,58 @@ impl RawPage {
         unsafe { *(self.ptr.add(off) as *const [u8; N]) }
     }
 
+    /// [`compare`](Self::compare) of bytes whose first `skip` are known to equal `other`'s,
+    /// with the length of the two's common prefix: the comparison starts at byte `skip`
+    /// (clamped to the shorter of the two, so that a `skip` read under a race stays memory
+    /// safe; the answer is then garbage, as every optimistic read's is until validated).
+    /// For the binary search inside a run of equal heads (`Node::search_run`).
+    #[inline]
+    pub(crate) fn compare_from(
+        &self,
+        off: usize,
+        len: usize,
+        other: &[u8],
+        skip: usize,
+    ) -> Result<(Ordering, usize), Restart> {
+        self.check(off, len)?;
+        let n = len.min(other.len());
+        let mut i = skip.min(n);
+        // Eight bytes at a time; the first differing byte is the lowest one of the
+        // little-endian words' xor, and the big-endian words order the two.
+        while i + 8 <= n {
+            // SAFETY: `i + 8 <= n <= len`: inside the checked range.
+            let a = unsafe { self.load::<8>(off + i) };
+            let b: [u8; 8] = other[i..i + 8].try_into().expect("8 bytes");
+            let x = u64::from_le_bytes(a) ^ u64::from_le_bytes(b);
+            if x != 0 {
+                let at = i + (x.trailing_zeros() / 8) as usize;
+                return Ok((u64::from_be_bytes(a).cmp(&u64::from_be_bytes(b)), at));
+            }
+            i += 8;
+        }
+        if i < n && n >= 8 {
+            // The tail as the last eight bytes, which overlap bytes known equal.
+            // SAFETY: `8 <= n <= len`: `n - 8 .. n` lies inside the checked range.
+            let a = unsafe { self.load::<8>(off + n - 8) };
+            let b: [u8; 8] = other[n - 8..n].try_into().expect("8 bytes");
+            let x = u64::from_le_bytes(a) ^ u64::from_le_bytes(b);
+            if x != 0 {
+                let at = n - 8 + (x.trailing_zeros() / 8) as usize;
+                return Ok((u64::from_be_bytes(a).cmp(&u64::from_be_bytes(b)), at));
+            }
+            i = n;
+        }
+        while i < n {
+            // SAFETY: `i < n <= len`: inside the checked range.
+            let a = unsafe { self.load::<1>(off + i) }[0];
+            if a != other[i] {
+                return Ok((a.cmp(&other[i]), i));
+            }
+            i += 1;
+        }
+        Ok((len.cmp(&other.len()), n))
+    }
+
     /// Compares the page bytes `off..off + len` with `other`, as slices compare.
     #[inline]
     pub(crate) fn compare(
@@ -451,13 +503,7 @@ mod tests {
             );
         };
         let mut page = vec![0u8; 64];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::node::tests::rng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..2000 {
             let len = (next() % 13) as usize;
             let olen = (next() % 13) as usize;
@@ -477,16 +523,63 @@ mod tests {
             let off = (next() % (64 - len as u64 + 1)) as usize;
             let olen = (len as i64 + (next() % 5) as i64 - 2).clamp(0, (64 - off) as i64) as usize;
             let mut other = page[off..off + olen].to_vec();
-            if olen > 0 && next() % 3 != 0 {
+            if olen > 0 && !next().is_multiple_of(3) {
                 let at = (next() % olen as u64) as usize;
-                other[at] = other[at].wrapping_add(if next() % 2 == 0 { 1 } else { 255 });
+                other[at] = other[at].wrapping_add(if next().is_multiple_of(2) { 1 } else { 255 });
             }
             // Sometimes a difference in the first byte.
-            if len > 0 && next() % 8 == 0 {
+            if len > 0 && next().is_multiple_of(8) {
                 page[off] ^= 1;
             }
             agrees(&mut page, off, len, &other);
         }
+    }
+
+    /// `compare_from` gives the slices' order and their common prefix's length from every
+    /// start up to that length (the bytes before it are known equal), across the word
+    /// loop, the overlapping tail word and the byte loop, at the page's end too; a start
+    /// beyond both lengths (a value read under a race) stays in bounds.
+    #[test]
+    fn compare_from_gives_order_and_common_prefix() {
+        let mut next = crate::node::tests::rng(0x2545_F491_4F6C_DD1D);
+        let mut page: Vec<u8> = vec![0; 64];
+        let rounds = if cfg!(miri) { 300 } else { 6000 };
+        for round in 0..rounds {
+            for b in page.iter_mut() {
+                *b = (next() % 2) as u8; // two symbols: long common prefixes
+            }
+            let len = (next() % 41) as usize;
+            let off = if round % 4 == 0 {
+                64 - len
+            } else {
+                (next() % (64 - len as u64 + 1)) as usize
+            };
+            // The other side: the page's bytes cut or extended, with one byte changed
+            // in two rounds of three.
+            let olen = (len + (next() % 9) as usize).saturating_sub(4).min(64);
+            let mut other: Vec<u8> = (0..olen)
+                .map(|i| page.get(off + i).copied().unwrap_or(1))
+                .collect();
+            if olen > 0 && !next().is_multiple_of(3) {
+                let at = (next() % olen as u64) as usize;
+                other[at] ^= 1;
+            }
+            let a = page[off..off + len].to_vec();
+            let common = a.iter().zip(&other).take_while(|(x, y)| x == y).count();
+            let skip = (next() % (common as u64 + 1)) as usize;
+            // SAFETY: `page` outlives the view and nothing else accesses it meanwhile.
+            let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
+            assert_eq!(
+                raw.compare_from(off, len, &other, skip),
+                Ok((a.cmp(&other), common)),
+                "{off} {len} {olen} {skip}"
+            );
+            // A garbage start: clamped, some answer, no out-of-bounds read (Miri).
+            let _ = raw.compare_from(off, len, &other, 1000);
+        }
+        // SAFETY: as above.
+        let raw = unsafe { RawPage::new(page.as_mut_ptr(), page.len()) };
+        assert_eq!(raw.compare_from(60, 8, b"", 0), Err(Restart));
     }
 
     /// The prefetches form addresses inside the page only, whatever the page size (Miri

@@ -19,6 +19,35 @@ pub(super) fn keys(n: &Node) -> Vec<Vec<u8>> {
     (0..n.count()).map(|i| n.key(i).unwrap()).collect()
 }
 
+/// A xorshift generator for the node layer's randomised tests.
+pub(super) fn rng(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
+/// Both searches of `n` (`lower_bound`, `point_search`) place every probe where the sorted
+/// list `all` of its keys does.
+fn assert_searches_match(n: &Node, all: &[Vec<u8>], probes: &[Vec<u8>]) {
+    for q in probes {
+        let want = all.partition_point(|k| k < q);
+        let found = all.get(want) == Some(q);
+        assert_eq!(
+            n.lower_bound(q, &test_dir()).unwrap(),
+            (want, found),
+            "{q:?}"
+        );
+        assert_eq!(
+            n.point_search(q, &test_dir()).unwrap(),
+            (want, found),
+            "{q:?}"
+        );
+    }
+}
+
 #[test]
 fn search_finds_inserted_keys_in_order() {
     let mut p = Scratch::new(4096);
@@ -83,23 +112,55 @@ fn searches_match_a_linear_scan_at_every_count() {
         }
         probes.push(vec![]);
         probes.push(vec![0xFF; 6]);
-        for q in &probes {
-            let want = all.partition_point(|k| k < q);
-            let found = all.get(want) == Some(q);
-            assert_eq!(
-                n.lower_bound(q, &test_dir()).unwrap(),
-                (want, found),
-                "{j} {q:?}"
-            );
-            assert_eq!(
-                n.point_search(q, &test_dir()).unwrap(),
-                (want, found),
-                "{j} {q:?}"
-            );
-        }
+        assert_searches_match(&n, &all, &probes);
         let k = key(j);
         assert!(insert(&mut n, &k, &[1]));
         all.push(k);
+    }
+}
+
+/// Searches inside one run of equal heads of long suffixes (`Node::search_run`, whose
+/// comparisons start where the entries bounding the search stop agreeing with the key)
+/// agree with a sorted list: keys of two symbols after one head share prefixes of every
+/// length across the comparison words, some are prefixes of others, and probes lie on,
+/// between, just below and just above them.
+#[test]
+fn runs_of_long_suffixes_match_a_sorted_list() {
+    let max = if cfg!(miri) { 30 } else { 300 };
+    let mut p = Scratch::new(65536);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    let mut next = rng(0x9E37_79B9_7F4A_7C15);
+    let mut all: Vec<Vec<u8>> = Vec::new();
+    while all.len() < max {
+        let len = 1 + (next() % 40) as usize;
+        let mut k = b"path".to_vec();
+        k.extend((0..len).map(|_| b'a' + (next() % 2) as u8));
+        let (pos, found) = n.lower_bound(&k, &test_dir()).unwrap();
+        assert_eq!(
+            (pos, found),
+            (all.partition_point(|x| *x < k), all.contains(&k))
+        );
+        if found {
+            continue;
+        }
+        assert!(n.insert_at(pos, &k, b"v"));
+        all.insert(pos, k);
+        if !all.len().is_multiple_of(25) {
+            continue;
+        }
+        let mut probes = Vec::new();
+        for k in &all {
+            probes.push(k.clone());
+            let mut longer = k.clone();
+            longer.push(0);
+            probes.push(longer);
+            probes.push(k[..k.len() - 1].to_vec());
+            let mut above = k.clone();
+            *above.last_mut().unwrap() += 1;
+            probes.push(above);
+        }
+        assert_searches_match(&n, &all, &probes);
     }
 }
 

@@ -252,13 +252,7 @@ fn copy_range_reencodes_under_any_prefix() {
 /// keys, where the exact sizing would be wasted.
 #[test]
 fn the_split_bound_never_admits_a_split_that_does_not_fit() {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rnd = super::tests::rng(0x9e37_79b9_7f4a_7c15);
     // Under Miri every round (a full node, each split position sized exactly) takes about
     // a minute: four rounds cover the four fence cases there.
     let rounds = if cfg!(miri) { 4 } else { 40 };
