@@ -751,18 +751,46 @@ impl Node {
     /// Appends the full key `i` to `out`, growing it at most once (a key of 100 bytes or
     /// more grew it twice, prefix then suffix: a `realloc` per key of a long-key split).
     pub(crate) fn push_key(&self, i: usize, out: &mut Vec<u8>) -> Result<(), Restart> {
+        self.push_key_start(i, usize::MAX, out)
+    }
+
+    /// Appends the first `limit` bytes of key `i` (all of a shorter one) to `out`, as
+    /// [`push_key`](Self::push_key) does.
+    pub(crate) fn push_key_start(
+        &self,
+        i: usize,
+        limit: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Restart> {
         let e = self.entry(i)?;
-        let len = self.prefix_len();
-        out.reserve(len + e.suffix_len);
+        let plen = self.prefix_len();
+        let len = plen.min(limit);
+        let suffix_len = e.suffix_len.min(limit - len);
+        out.reserve(len + suffix_len);
         if len > 0 {
             self.page
                 .append_to(self.header_u32(OFF_PREFIX) as usize, len, out)?;
         }
         // SAFETY: `entry(i)` succeeded, so `i < max_slots()`.
         let head = unsafe { self.slot_head(i) }.to_be_bytes();
-        out.extend_from_slice(&head[..e.suffix_len.min(4)]);
+        out.extend_from_slice(&head[..suffix_len.min(4)]);
         self.page
-            .append_to(e.rest_off, e.suffix_len.saturating_sub(4), out)
+            .append_to(e.rest_off, suffix_len.saturating_sub(4), out)
+    }
+
+    /// The length of the common prefix of the suffixes of entries `a` and `b` (of their
+    /// keys beyond the node's prefix), read in place.
+    pub(crate) fn suffixes_common_len(&self, a: usize, b: usize) -> Result<usize, Restart> {
+        let (ea, eb) = (self.entry(a)?, self.entry(b)?);
+        let n = ea.suffix_len.min(eb.suffix_len);
+        // SAFETY: `entry` succeeded for both, so both are below `max_slots()`.
+        let (ha, hb) = unsafe { (self.slot_head(a), self.slot_head(b)) };
+        // The heads hold the first four suffix bytes, big-endian (zero-padded).
+        let heads = ((ha ^ hb).leading_zeros() / 8) as usize;
+        if heads < 4 || n <= 4 {
+            return Ok(heads.min(n));
+        }
+        Ok(4 + self.page.common_len(ea.rest_off, eb.rest_off, n - 4)?)
     }
 
     /// The inline value bytes of the entry at `e`, writable by an in-place updater of a leaf

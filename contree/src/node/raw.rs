@@ -281,6 +281,28 @@ impl RawPage {
         Ok((len.cmp(&other.len()), n))
     }
 
+    /// How many of the page bytes `a..a + len` equal the bytes `b..b + len` in order
+    /// before the first that differs (`len` when all do).
+    pub(crate) fn common_len(&self, a: usize, b: usize, len: usize) -> Result<usize, Restart> {
+        self.check(a, len)?;
+        self.check(b, len)?;
+        let mut i = 0;
+        while i + 8 <= len {
+            // SAFETY: `i + 8 <= len`: inside both checked ranges.
+            let (x, y) = unsafe { (self.load::<8>(a + i), self.load::<8>(b + i)) };
+            let d = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+            if d != 0 {
+                return Ok(i + (d.trailing_zeros() / 8) as usize);
+            }
+            i += 8;
+        }
+        // SAFETY: `i < len`: inside both checked ranges.
+        while i < len && unsafe { self.load::<1>(a + i) == self.load::<1>(b + i) } {
+            i += 1;
+        }
+        Ok(i)
+    }
+
     /// Compares the page bytes `off..off + len` with `other`, as slices compare.
     #[inline]
     pub(crate) fn compare(

@@ -144,6 +144,48 @@ fn inner_of_ten(n: &mut NodeMut<'_>) {
     n.set_upper_child(999);
 }
 
+/// `prefix_for`, which reads the first and last keys' common prefix in place, gives what
+/// `node_prefix` gives for the whole keys, for every range of nodes whose keys share
+/// prefixes of many lengths (inside the head, across it, up to the cap, keys that are
+/// prefixes of others, zero bytes that a short suffix's padded head also has), under a
+/// prefix taken from the keys and under none.
+#[test]
+fn prefix_for_matches_the_whole_keys_common_prefix() {
+    let mut rnd = super::tests::rng(0x51_7cc1_b727_220a);
+    let rounds = if cfg!(miri) { 3 } else { 40 };
+    for round in 0..rounds {
+        let mut p = Scratch::new(4096);
+        let mut n = p.node_mut();
+        n.init(0, None, None, b"");
+        let stem: Vec<u8> = (0..(rnd() % 90) as usize)
+            .map(|_| [0, b'a', b'b'][(rnd() % 3) as usize])
+            .collect();
+        for _ in 0..30 {
+            let mut k = if round % 2 == 0 {
+                stem.clone()
+            } else {
+                Vec::new()
+            };
+            k.extend((0..(rnd() % 12) as usize).map(|_| [0, b'a', b'b'][(rnd() % 3) as usize]));
+            if n.lower_bound(&k, &test_dir()).unwrap().1 {
+                continue;
+            }
+            if !insert(&mut n, &k, b"v") {
+                break;
+            }
+        }
+        let all = keys(&n);
+        for a in 0..all.len() {
+            for b in a + 1..=all.len() {
+                let want = node_prefix(4096, None, None, Some(&all[a]), Some(&all[b - 1]));
+                assert_eq!(n.prefix_for(None, None, a..b).unwrap(), want, "{a}..{b}");
+            }
+        }
+        let fences = (Some(&b"ab"[..]), Some(&b"ac"[..]));
+        assert_eq!(n.prefix_for(fences.0, fences.1, 0..0).unwrap(), b"a");
+    }
+}
+
 #[test]
 fn inner_split_pushes_the_separator_up() {
     let mut p = Scratch::new(4096);
@@ -271,7 +313,7 @@ fn the_split_bound_never_admits_a_split_that_does_not_fit() {
         loop {
             let len = 1 + (rnd() % [6, 20, 60][round % 3]) as usize;
             let mut key = b"pre".to_vec();
-            key.extend((0..len).map(|_| b'a' + (rnd() % 3) as u8));
+            key.extend((0..len).map(|_| [0, b'a', b'b'][(rnd() % 3) as usize]));
             let value_len = if level == 0 { (rnd() % 40) as usize } else { 4 };
             let (pos, found) = n.lower_bound(&key, &test_dir()).unwrap();
             if found {
