@@ -379,8 +379,9 @@ impl Node {
 
     /// The binary search of [`search_in`](Self::search_in) when the key's head begins a
     /// run of two or more slots at `lo` whose heads equal it: whole suffixes decide. Out
-    /// of line: random integer keys seldom come here, and their searches keep their code
-    /// small (inlined, the loop cost the ruler's `insert` ~65 instructions).
+    /// of line, short suffixes too: random integer keys seldom come here, and their
+    /// searches keep their code small (with the short-suffix loop left inline, the ruler's
+    /// `insert` cost 65 instructions more).
     ///
     /// A suffix longer than eight bytes (string and long keys) is compared from where the
     /// entries bounding the search so far stop agreeing with it: the entries between two
