@@ -335,36 +335,7 @@ impl RawPage {
             };
             return Ok(a.cmp(&be_word(other)).then(len.cmp(&other.len())));
         }
-        let n = len.min(other.len());
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: `i + 8 <= n <= len`: inside the checked range.
-            let a = u64::from_ne_bytes(unsafe { self.load::<8>(off + i) });
-            let b = u64::from_ne_bytes(other[i..i + 8].try_into().expect("8 bytes"));
-            if a != b {
-                return Ok(u64::from_be(a).cmp(&u64::from_be(b)));
-            }
-            i += 8;
-        }
-        if i < n && n >= 8 {
-            // The tail as the last eight bytes, which overlap bytes found equal above.
-            // SAFETY: `8 <= n <= len`: `n - 8 .. n` lies inside the checked range.
-            let a = u64::from_ne_bytes(unsafe { self.load::<8>(off + n - 8) });
-            let b = u64::from_ne_bytes(other[n - 8..n].try_into().expect("8 bytes"));
-            if a != b {
-                return Ok(u64::from_be(a).cmp(&u64::from_be(b)));
-            }
-            i = n;
-        }
-        while i < n {
-            // SAFETY: `i < n <= len`: inside the checked range.
-            let a = unsafe { self.load::<1>(off + i) }[0];
-            if a != other[i] {
-                return Ok(a.cmp(&other[i]));
-            }
-            i += 1;
-        }
-        Ok(len.cmp(&other.len()))
+        Ok(self.compare_from(off, len, other, 0)?.0)
     }
 
     /// Asks the CPU to start loading the first `N` bytes of the page, as
