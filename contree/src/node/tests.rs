@@ -119,6 +119,44 @@ fn searches_match_a_linear_scan_at_every_count() {
     }
 }
 
+/// The head search agrees with a linear scan over every slot range `from..to` of nodes of
+/// every count up to 80, with runs of equal heads, for heads below, inside, between and
+/// above the slots' (the probes' pattern, and whether the search ends with a count over its
+/// last candidates, depend on the range's length).
+#[test]
+fn head_search_matches_a_linear_scan_over_every_range() {
+    let max = if cfg!(miri) { 12 } else { 80 };
+    let mut p = Scratch::new(4096);
+    let mut n = p.node_mut();
+    n.init(0, None, None, b"");
+    // Heads 10, 10, 20, 30, 30, 30, 40, ...: runs of one to three equal heads.
+    let head = |j: u32| 10 * (j - j / 3);
+    for j in 0..max {
+        let mut k = head(j).to_be_bytes().to_vec();
+        k.push(j as u8);
+        assert!(insert(&mut n, &k, &[1]));
+    }
+    let node = n.node();
+    let count = node.count();
+    let heads: Vec<u32> = (0..count as u32).map(head).collect();
+    for to in 0..=count {
+        for from in 0..=to {
+            let mut probes: Vec<u32> = vec![0, u32::MAX];
+            for h in &heads[from..to] {
+                probes.extend([h.saturating_sub(1), *h, h + 1]);
+            }
+            for h in probes {
+                let want = from + heads[from..to].iter().take_while(|&&x| x < h).count();
+                assert_eq!(
+                    node.first_head_at_least(h, from, to),
+                    want,
+                    "head {h} in {from}..{to}"
+                );
+            }
+        }
+    }
+}
+
 /// Searches inside one run of equal heads of long suffixes (`Node::search_run`, whose
 /// comparisons start where the entries bounding the search stop agreeing with the key)
 /// agree with a sorted list: keys of two symbols after one head share prefixes of every
