@@ -129,7 +129,8 @@ fn head_search_matches_a_linear_scan_over_every_range() {
     let mut p = Scratch::new(4096);
     let mut n = p.node_mut();
     n.init(0, None, None, b"");
-    // Heads 10, 10, 20, 30, 30, 30, 40, ...: runs of one to three equal heads.
+    // Keys whose first four bytes run 0, 10, 20, 20, 30, 40, 40, ...: runs of one and two
+    // equal heads.
     let head = |j: u32| 10 * (j - j / 3);
     for j in 0..max {
         let mut k = head(j).to_be_bytes().to_vec();
@@ -138,7 +139,10 @@ fn head_search_matches_a_linear_scan_over_every_range() {
     }
     let node = n.node();
     let count = node.count();
-    let heads: Vec<u32> = (0..count as u32).map(head).collect();
+    // SAFETY: `i < count`, a count `count()` returned.
+    let heads: Vec<u32> = (0..count).map(|i| unsafe { node.slot_head(i) }).collect();
+    assert!(heads.windows(2).all(|w| w[0] <= w[1]));
+    assert!(heads.windows(2).any(|w| w[0] == w[1]));
     for to in 0..=count {
         for from in 0..=to {
             let mut probes: Vec<u32> = vec![0, u32::MAX];
