@@ -57,7 +57,7 @@ pub enum Command {
     Scan(ScanArgs),
     /// The main job: load, YCSB-A and YCSB-C (zipfian), seq-insert, hot-update, 100-entry
     /// scans, and load, uniform lookups and scans with string and long keys; every peer, a
-    /// few minutes on 2 cores; prints the table and writes compare.svg.
+    /// few minutes on 2 cores; prints the table and writes compare.svg (a run of every row).
     Compare(CompareArgs),
     /// Slice and meld of a `PartitionedTree` (contree alone: no peer has them): their time
     /// and the pages they write, on a tree of `--records` entries.
@@ -405,9 +405,10 @@ pub struct CompareArgs {
     /// Seconds of unmeasured warm-up before each measured run (not before loads).
     #[arg(long, default_value_t = 0.05, value_parser = parse_seconds_or_zero)]
     pub warmup: f64,
-    /// Where to draw the plot.
-    #[arg(long, default_value = "compare.svg")]
-    pub plot: PathBuf,
+    /// Where to draw the plot [default: compare.svg when every row runs; a run of some rows
+    /// (`--rows`) draws none unless given one, so that it does not replace the whole run's].
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     /// Write every run as a JSON array to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -42,6 +42,7 @@ use crate::workloads::scan::Scan;
 use crate::workloads::seq_insert::SeqInsert;
 use crate::workloads::ycsb::{Ycsb, YcsbKind};
 use crate::workloads::{Named, Params, Workload};
+use std::path::PathBuf;
 
 /// The rows of `compare`, in the order they run and print.
 pub const ROWS: [&str; 11] = [
@@ -62,6 +63,17 @@ pub const ROWS: [&str; 11] = [
 pub const SCAN_LENGTH: usize = 100;
 
 /// Runs the compare experiment and returns its records.
+/// Where `compare` draws its plot: `--plot`, else `compare.svg` for a run of every row
+/// (the README's main job); a run of some rows draws none, so that an A/B run of a few rows
+/// does not replace the plot of the whole comparison.
+pub fn plot_path(args: &CompareArgs) -> Option<PathBuf> {
+    match &args.plot {
+        Some(p) => Some(p.clone()),
+        None if args.rows.is_empty() => Some(PathBuf::from("compare.svg")),
+        None => None,
+    }
+}
+
 pub fn run(args: &CompareArgs) -> Result<Vec<Record>, String> {
     for r in &args.rows {
         if !ROWS.contains(&r.as_str()) {
@@ -165,7 +177,7 @@ pub fn run(args: &CompareArgs) -> Result<Vec<Record>, String> {
     let outputs = Outputs {
         json: args.json.clone(),
         csv: args.csv.clone(),
-        plot: Some(args.plot.clone()),
+        plot: plot_path(args),
     };
     run_and_report(&jobs, &outputs, args.quiet)
 }

@@ -156,3 +156,25 @@ fn help_and_peers_succeed() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("bbtree"));
 }
+
+/// `compare` draws `compare.svg` when every row runs, nothing for a run of some rows
+/// (an A/B run of a few rows must not replace the whole comparison's plot), and whatever
+/// `--plot` names either way.
+#[test]
+fn compare_plots_by_default_only_a_run_of_every_row() {
+    let plot_of = |args: &[&str]| {
+        let Sub::Compare(a) = parse(args).unwrap().command else {
+            panic!("wrong subcommand")
+        };
+        contree_bench::compare::plot_path(&a)
+    };
+    assert_eq!(
+        plot_of(&["compare"]),
+        Some(std::path::PathBuf::from("compare.svg"))
+    );
+    assert_eq!(plot_of(&["compare", "--rows", "ycsb-a,ycsb-c"]), None);
+    assert_eq!(
+        plot_of(&["compare", "--rows", "load", "--plot", "a.svg"]),
+        Some(std::path::PathBuf::from("a.svg"))
+    );
+}
