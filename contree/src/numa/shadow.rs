@@ -18,6 +18,7 @@
 
 use crate::node::raw::RawPage;
 use crate::node::Node;
+use crate::page::flat::Flat;
 use crate::page::{
     chunk_layout, free_directory, locate, memory, segment_entry, Chunk, Directory, PageId, CHUNKS,
     MAX_PAGES, SEGMENT_SHIFT,
@@ -30,6 +31,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 pub(super) struct Shadow {
     page_size: usize,
     chunks: [AtomicPtr<Chunk>; CHUNKS],
+    /// The chunk table's flat copy (`page::flat`).
+    flat: Flat,
     /// The node the memory is bound to (a real topology of several nodes), if any.
     bind: Option<usize>,
 }
@@ -39,12 +42,13 @@ impl Shadow {
         Shadow {
             page_size,
             chunks: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            flat: Flat::new(),
             bind,
         }
     }
 
     fn directory(&self) -> Directory {
-        Directory::over(&self.chunks, self.page_size)
+        Directory::over(&self.chunks, &self.flat, self.page_size)
     }
 
     /// The read view and latch of the copy of `pid`; `Restart` if its segment has no memory
@@ -129,10 +133,9 @@ impl Shadow {
         let Some(mem) = memory::map(self.page_size, seg, self.bind) else {
             return false;
         };
-        slot.store(
-            segment_entry(mem, seg, self.bind.unwrap_or(0)),
-            Ordering::Release,
-        );
+        let entry = segment_entry(mem, seg, self.bind.unwrap_or(0));
+        slot.store(entry, Ordering::Release);
+        self.flat.publish(seg, entry);
         true
     }
 }

@@ -15,10 +15,12 @@
 //! `2^j - 1 .. 2^(j+1) - 1` (the chunk number is the position of the highest bit of
 //! `segment + 1`). A new tree thus maps one segment and a one-entry chunk, and a pool never
 //! holds more directory than twice the pointers of its segments. A tree caches the table's
-//! address next to its root ([`Directory`]), so translating an id costs three dependent
-//! loads: the table address, the chunk pointer (in a table of 28 words that stays in
-//! cache) and the segment's base. (A flat directory sized for the largest pool saves the
-//! middle load but costs 16 MiB of address space per pool, counted by allocators as memory.)
+//! address next to its root ([`Directory`]). Readers translate through a flat copy of the
+//! entries (`flat`): one load that depends on the id, where the chunk table took a bit scan
+//! and two (the chunk pointer, then the entry). The flat table doubles as the pool grows and
+//! keeps its old tables until the pool is dropped, so it holds at most twice the entries of
+//! the chunk table; a flat directory sized for the largest pool instead would cost 16 MiB of
+//! address space per pool, counted by allocators as memory.
 //!
 //! **Optimistic readers.** Because memory is never unmapped while the pool lives, a reader
 //! that follows a stale or garbage id either finds no segment (and restarts) or reads mapped
@@ -36,6 +38,7 @@
 //! operation. A new segment's memory is allocated and zeroed outside it.
 
 mod extent;
+pub(crate) mod flat;
 mod lists;
 pub(crate) mod memory;
 pub(crate) mod prefault;
@@ -119,6 +122,8 @@ pub(crate) struct PagePool {
     /// The chunk table (see the module doc); a chunk is null until its first segment is
     /// mapped.
     chunks: [AtomicPtr<Chunk>; CHUNKS],
+    /// The chunk table's entries in one flat table, for readers (`flat`).
+    flat: flat::Flat,
     in_use: AtomicUsize,
     /// `state.free.len()` and `state.returned.len()`, readable without the mutex.
     free_pages: AtomicUsize,
@@ -222,6 +227,7 @@ impl PagePool {
             page_size,
             max_pages,
             chunks: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            flat: flat::Flat::new(),
             in_use: AtomicUsize::new(0),
             free_pages: AtomicUsize::new(0),
             returned_pages: AtomicUsize::new(0),
@@ -307,7 +313,7 @@ impl PagePool {
 
     /// The directory, for use while `&self` lives.
     fn own_directory(&self) -> Directory {
-        Directory::over(&self.chunks, self.page_size)
+        Directory::over(&self.chunks, &self.flat, self.page_size)
     }
 
     /// Page bytes currently held by all trees of the pool.
@@ -561,11 +567,13 @@ pub(crate) fn segment_entry(mem: *mut u8, seg: usize, node: usize) -> *mut u8 {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Directory {
     chunks: NonNull<AtomicPtr<Chunk>>,
+    /// The word of the chunk table's flat copy (`flat`).
+    flat: NonNull<AtomicPtr<u8>>,
     page_size: usize,
 }
 
-// SAFETY: a `Directory` points at the pool's directory of atomics, which lives as long as
-// the pool; every holder keeps an `Arc<PagePool>` beside it (see `TreeCore`), and the atomics
+// SAFETY: a `Directory` points at the pool's directory of atomics (chunk table and flat
+// table), which lives as long as the pool; every holder keeps an `Arc<PagePool>` beside it (see `TreeCore`), and the atomics
 // are safe to share and send. The compiler cannot see that through the raw pointer.
 unsafe impl Send for Directory {}
 // SAFETY: as above; only atomic loads go through the pointer.
@@ -578,12 +586,17 @@ impl Directory {
     }
 
     /// The directory over the chunk table `chunks` (of [`CHUNKS`] entries, in the encoding
-    /// of [`segment_entry`]), whose holder keeps it alive while the result is used: a
-    /// pool's, or an upper-level replica's (`crate::numa`), which keeps copies of pages
-    /// under the ids of the originals.
-    pub(crate) fn over(chunks: &[AtomicPtr<Chunk>; CHUNKS], page_size: usize) -> Directory {
+    /// of [`segment_entry`]) and its flat copy `flat`, whose holder keeps both alive while
+    /// the result is used: a pool's, or an upper-level replica's (`crate::numa`), which
+    /// keeps copies of pages under the ids of the originals.
+    pub(crate) fn over(
+        chunks: &[AtomicPtr<Chunk>; CHUNKS],
+        flat: &flat::Flat,
+        page_size: usize,
+    ) -> Directory {
         Directory {
             chunks: NonNull::from(chunks).cast(),
+            flat: flat.word(),
             page_size,
         }
     }
@@ -613,9 +626,26 @@ impl Directory {
         Ok(self.entry(pid)?.addr() >> NODE_SHIFT & NODE_MASK)
     }
 
-    /// The directory entry of the segment of page `pid` (see [`segment_entry`]).
+    /// The directory entry of the segment of page `pid` (see [`segment_entry`]): from the
+    /// flat table, one load that depends on the id; from the chunk table if the flat one
+    /// lacks it.
     #[inline(always)]
     fn entry(&self, pid: PageId) -> Result<*mut u8, Restart> {
+        // SAFETY: the flat table lives as long as the pool (or replica), which the holder
+        // keeps alive.
+        let entry = unsafe { flat::lookup(self.flat, pid as usize >> SEGMENT_SHIFT) };
+        if !entry.is_null() {
+            return Ok(entry);
+        }
+        self.chunk_entry(pid)
+    }
+
+    /// [`entry`](Self::entry) from the chunk table: for a segment that the flat table a
+    /// reader loaded does not hold yet (or ever: an id that was never allocated, which only
+    /// an optimistic reader holding a garbage id presents).
+    #[cold]
+    #[inline(never)]
+    fn chunk_entry(&self, pid: PageId) -> Result<*mut u8, Restart> {
         let (j, o) = locate(pid as usize >> SEGMENT_SHIFT);
         // SAFETY: `j < CHUNKS` for every `u32` id (a segment number is below `2^27`), and
         // the table lives as long as the pool, which the holder keeps alive.
@@ -735,6 +765,53 @@ mod tests {
         addrs.dedup();
         assert_eq!(addrs.len(), ids.len(), "a page handed out twice");
         assert_eq!(a.bytes_in_use(), ids.len() * 4096);
+    }
+
+    /// Readers translate every page handed out so far while a writer opens segments, so
+    /// that the flat table grows under them several times: each translation is the chunk
+    /// table's, and at the end the flat table holds every segment in use.
+    #[test]
+    fn translation_through_the_flat_table_matches_the_chunk_table_while_it_grows() {
+        let a = PagePool::new(4096, usize::MAX, true);
+        let dir = Directory::of(&a);
+        let handed = Mutex::new(Vec::<PageId>::new());
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut checked = 0;
+                    while !done.load(Ordering::Acquire) || checked == 0 {
+                        let ids = handed.lock().unwrap().clone();
+                        for &p in &ids {
+                            assert_eq!(
+                                dir.page(p),
+                                dir.chunk_entry(p).and_then(|_| {
+                                    let entry = dir.chunk_entry(p)?;
+                                    let mask = entry.addr() & (SEGMENT_PAGES - 1);
+                                    let base = entry.map_addr(|a| a & !(PAGE_ALIGN - 1));
+                                    Ok(base.wrapping_add((p as usize & mask) * 4096))
+                                })
+                            );
+                        }
+                        checked += ids.len();
+                    }
+                });
+            }
+            // 150 segments of 32 pages: the table grows from 8 entries to 256.
+            for _ in 0..150 {
+                let ids = a.allocate(SEGMENT_PAGES).unwrap();
+                handed.lock().unwrap().extend(ids);
+            }
+            done.store(true, Ordering::Release);
+        });
+        for &p in handed.lock().unwrap().iter() {
+            // SAFETY: the pool, and so its flat table, is alive.
+            let flat = unsafe { flat::lookup(dir.flat, p as usize >> SEGMENT_SHIFT) };
+            assert!(
+                !flat.is_null(),
+                "segment of page {p} missing from the flat table"
+            );
+        }
     }
 
     #[test]

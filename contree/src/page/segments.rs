@@ -123,6 +123,7 @@ impl PagePool {
         // SAFETY: the chunk holds `2^j` entries and `o < 2^j` (`locate`); it lives as long
         // as the pool.
         unsafe { (*chunk.add(o)).store(entry, Ordering::Release) };
+        self.flat.publish(seg, entry);
         Ok(())
     }
 
