@@ -607,6 +607,10 @@ impl Tree {
         let mut split_at = None;
         let request = Request::new(key, Kind::Insert(value));
         let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
+            // Opaque to the optimiser, so that it does not hoist the addresses of `core`'s
+            // fields out of the retry loop and spill them before the first attempt (append
+            // 667 -> 661, insert 1,235 -> 1,232 instructions, callgrind).
+            let core = std::hint::black_box(core);
             let Some(leaf) = core.exclusive_leaf_or_hand_over(key, &request)? else {
                 // The latch holder inserted it (leaf combining).
                 return Ok(Some(request.take_outcome().old()));
