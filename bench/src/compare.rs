@@ -62,7 +62,6 @@ pub const ROWS: [&str; 11] = [
 /// Entries per scan in the `scan100` rows.
 pub const SCAN_LENGTH: usize = 100;
 
-/// Runs the compare experiment and returns its records.
 /// Where `compare` draws its plot: `--plot`, else `compare.svg` for a run of every row
 /// (the README's main job); a run of some rows draws none, so that an A/B run of a few rows
 /// does not replace the plot of the whole comparison.
@@ -74,6 +73,7 @@ pub fn plot_path(args: &CompareArgs) -> Option<PathBuf> {
     }
 }
 
+/// Runs the compare experiment and returns its records.
 pub fn run(args: &CompareArgs) -> Result<Vec<Record>, String> {
     for r in &args.rows {
         if !ROWS.contains(&r.as_str()) {

@@ -86,7 +86,7 @@ impl Flat {
     /// take the chunk table). Called by the directory's only writer (the pool's free-list
     /// mutex, or a replica's refresher), after `entry` is published in the chunk table.
     pub(crate) fn publish(&self, seg: usize, entry: *mut u8) {
-        let mut word = self.word.load(Ordering::Relaxed);
+        let word = self.word.load(Ordering::Relaxed);
         let (mut table, mut k) = parts(word);
         if seg >> k != 0 {
             let new_k = (usize::BITS - seg.leading_zeros()) as usize;
@@ -108,9 +108,9 @@ impl Flat {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(word);
-            (word, table, k) = (new, new_table, new_k);
+            (table, k) = (new_table, new_k);
         }
-        debug_assert!(seg >> k == 0 && word.addr() & !K_MASK == table.addr());
+        debug_assert!(seg >> k == 0);
         // SAFETY: `seg < 2^k`, the table's entries; it lives as long as `self`.
         unsafe { (*table.add(seg)).store(entry, Ordering::Release) };
     }

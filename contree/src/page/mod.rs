@@ -573,8 +573,9 @@ pub(crate) struct Directory {
 }
 
 // SAFETY: a `Directory` points at the pool's directory of atomics (chunk table and flat
-// table), which lives as long as the pool; every holder keeps an `Arc<PagePool>` beside it (see `TreeCore`), and the atomics
-// are safe to share and send. The compiler cannot see that through the raw pointer.
+// table), which lives as long as the pool; every holder keeps an `Arc<PagePool>` beside it
+// (see `TreeCore`), and the atomics are safe to share and send. The compiler cannot see
+// that through the raw pointer.
 unsafe impl Send for Directory {}
 // SAFETY: as above; only atomic loads go through the pointer.
 unsafe impl Sync for Directory {}
@@ -611,12 +612,17 @@ impl Directory {
     /// which only an optimistic reader holding a garbage id can present.
     #[inline]
     pub(crate) fn page(&self, pid: PageId) -> Result<*mut u8, Restart> {
-        let entry = self.entry(pid)?;
+        Ok(self.address(self.entry(pid)?, pid))
+    }
+
+    /// The address of page `pid` in the segment of directory entry `entry`.
+    #[inline(always)]
+    fn address(&self, entry: *mut u8, pid: PageId) -> *mut u8 {
         let mask = entry.addr() & (SEGMENT_PAGES - 1);
         let base = entry.map_addr(|a| a & !(PAGE_ALIGN - 1));
         // SAFETY: the segment holds `mask + 1` pages (`map_segment`) and the index is masked
         // with `mask`.
-        Ok(unsafe { base.add((pid as usize & mask) * self.page_size) })
+        unsafe { base.add((pid as usize & mask) * self.page_size) }
     }
 
     /// The NUMA node whose memory holds page `pid` (`crate::numa`); `Restart` as for
@@ -783,15 +789,7 @@ mod tests {
                     while !done.load(Ordering::Acquire) || checked == 0 {
                         let ids = handed.lock().unwrap().clone();
                         for &p in &ids {
-                            assert_eq!(
-                                dir.page(p),
-                                dir.chunk_entry(p).and_then(|_| {
-                                    let entry = dir.chunk_entry(p)?;
-                                    let mask = entry.addr() & (SEGMENT_PAGES - 1);
-                                    let base = entry.map_addr(|a| a & !(PAGE_ALIGN - 1));
-                                    Ok(base.wrapping_add((p as usize & mask) * 4096))
-                                })
-                            );
+                            assert_eq!(dir.page(p), dir.chunk_entry(p).map(|e| dir.address(e, p)));
                         }
                         checked += ids.len();
                     }
