@@ -54,6 +54,11 @@ pub const VARIANTS: &[Variant] = &[
         |shape| build_changed(shape, |c| c.split_gate = false),
     ),
     (
+        "contree-noreserve",
+        "contree with no room for late appends in splits of the rightmost leaf (append_reserve = false)",
+        |shape| build_changed(shape, |c| c.append_reserve = false),
+    ),
+    (
         "contree-side",
         "contree with the side structure for hot ranges always on (side_structure = Always)",
         |shape| build_changed(shape, |c| c.side_structure = SideStructure::Always),

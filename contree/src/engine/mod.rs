@@ -53,10 +53,16 @@ struct HotWords {
     /// orders it.
     root_page: std::sync::atomic::AtomicPtr<u8>,
     directory: Directory,
-    /// Whether the last exclusive descent ended at the rightmost leaf: then the next one
-    /// tries the append finger first (`descent`). Written only when it changes.
-    appending: AtomicBool,
 }
+
+/// Whether the last exclusive descent ended at the rightmost leaf: then the next one tries
+/// the append finger first (`descent`). Written only when it changes, on a line of its own:
+/// where writers meet on the rightmost leaf it changes often (each time the finger finds the
+/// leaf's latch taken and the writer descends instead), and beside [`HotWords`] each change
+/// took from every other thread the line that every descent reads first (`seq-insert`, two
+/// writers: perf put ~3% of the samples on loads of that line).
+#[repr(align(128))]
+struct AppendHint(AtomicBool);
 
 /// Counters of structure changes; written rarely, never on the data path.
 #[repr(align(128))]
@@ -84,11 +90,15 @@ pub(crate) struct Events {
     pub repartition_pages: AtomicU64,
     /// Pages this tree holds from its pool.
     pub pages_held: AtomicUsize,
+    /// `splits` + 1 at the last split of the rightmost leaf for a key a few slots short of
+    /// its end (0: none yet): appends arrive out of order (`smo::split`).
+    pub append_disorder: AtomicU64,
 }
 
 /// The shared state of one tree: see the module doc.
 pub(crate) struct TreeCore {
     hot: HotWords,
+    appending: AppendHint,
     pool: Arc<PagePool>,
     config: Config,
     pub(crate) policy: LeafPolicies,
@@ -164,8 +174,8 @@ impl TreeCore {
                 root: AtomicU32::new(root),
                 root_page: std::sync::atomic::AtomicPtr::new(root_page),
                 directory,
-                appending: AtomicBool::new(false),
             },
+            appending: AppendHint(AtomicBool::new(false)),
             pool,
             policy: LeafPolicies::new(&config),
             side: crate::side::Side::new(&config),
@@ -237,21 +247,22 @@ impl TreeCore {
             .store(ptr, std::sync::atomic::Ordering::Release);
     }
 
-    /// The page id of the rightmost leaf.
-    /// See `HotWords::appending`.
+    /// See [`AppendHint`].
     #[inline]
     pub(crate) fn appending(&self) -> bool {
-        self.hot.appending.load(Ordering::Relaxed)
+        self.appending.0.load(Ordering::Relaxed)
     }
 
-    /// Sets `HotWords::appending`, writing the shared line only on a change.
+    /// Sets the [`AppendHint`], writing its line only on a change.
     #[inline]
     pub(crate) fn set_appending(&self, on: bool) {
         if self.appending() != on {
-            self.hot.appending.store(on, Ordering::Relaxed);
+            self.appending.0.store(on, Ordering::Relaxed);
         }
     }
 
+    /// The page id of the rightmost leaf.
+    #[inline]
     pub(crate) fn rightmost_leaf(&self) -> PageId {
         self.rightmost_leaf
     }

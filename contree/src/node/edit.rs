@@ -466,6 +466,30 @@ impl NodeMut<'_> {
         }
     }
 
+    /// Cuts an edge node's prefix to what an empty edge node adopts for its first key
+    /// ([`edge_prefix_len`]) where that is shorter and the entries still fit; does nothing
+    /// inside the tree. For the rightmost half of a split that left it a few entries
+    /// (`smo::split`): with the prefix those dense keys share, the next appends lacked it
+    /// within 256 keys and rebuilt the leaf under its latch.
+    pub(crate) fn shorten_edge_prefix(&mut self) {
+        if !self.is_edge() || self.count() == 0 {
+            return;
+        }
+        let (Ok(lower), Ok(upper), Ok(first)) =
+            (self.lower_fence(), self.upper_fence(), self.key(0))
+        else {
+            return;
+        };
+        let len = edge_prefix_len(lower.as_deref(), upper.as_deref(), &first);
+        if len < self.prefix_len()
+            && self
+                .reprefixed_size(len)
+                .is_ok_and(|size| size <= self.page_size())
+        {
+            self.rebuild_with_prefix_len(len);
+        }
+    }
+
     /// Rewrites the node so that all free space is contiguous.
     pub(crate) fn compact(&mut self) {
         self.rebuild_with_prefix_len(self.prefix_len());

@@ -100,6 +100,18 @@ pub(crate) const LEAF_PREFETCH: usize = 4096;
 const _: () = assert!(LEAF_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// Bytes of the policy area in the header.
 pub(crate) const POLICY_AREA: usize = 20;
+
+/// Slots short of a leaf's end at which a change still counts as an append: appends from
+/// several threads take their keys in one order and arrive in another (Contention Split,
+/// `policy::contention`; splits of the rightmost leaf, `smo::split`). At most a sixteenth
+/// of the leaf's entries.
+pub(crate) const APPEND_SLACK: usize = 8;
+
+/// The slots short of the end of a leaf of `count` entries at which a change still counts
+/// as an append ([`APPEND_SLACK`], at most a sixteenth of the leaf).
+pub(crate) fn append_slack(count: usize) -> usize {
+    APPEND_SLACK.min(count / 16)
+}
 const _: () = assert!(OFF_POLICY + POLICY_AREA == HEADER);
 
 const HAS_LOWER: u16 = 1;

@@ -2,8 +2,8 @@
 //! both would produce (prefixes and fences change, so sizes are computed, not estimated).
 
 use super::{
-    common_prefix, entry_space, long_key_len, node_prefix, node_size, prefix_cap, Builder, Fence,
-    Node, NodeMut, Scratch, HEADER, SLOT,
+    append_slack, common_prefix, entry_space, long_key_len, node_prefix, node_size, prefix_cap,
+    Builder, Fence, Node, NodeMut, Scratch, HEADER, SLOT,
 };
 use crate::sync::Restart;
 
@@ -339,10 +339,12 @@ impl NodeMut<'_> {
             .prefix_for(Some(sep), upper.as_deref(), sep_pos + 1..count)
             .expect("writable");
         // Left half into the fresh page: as a page copy when it keeps this node's prefix and
-        // all but at most one entry (an append split), else entry by entry.
+        // all but a few entries (an append split, which may leave `append_slack` entries on
+        // the right: `smo::split`), else entry by entry. The entries left behind stay as dead
+        // heap bytes; their slots' room is contiguous free space.
         let copied = level == 0
             && left_prefix.len() == node.prefix_len()
-            && count - left_end <= 1
+            && count - left_end <= 1 + append_slack(count)
             && left.copy_as_left_half(&node, left_end, sep, lower.as_deref(), &left_prefix);
         if !copied {
             let mut b = Builder::new(left, level, lower.as_deref(), Some(sep), &left_prefix);

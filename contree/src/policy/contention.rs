@@ -31,21 +31,10 @@
 
 use super::PolicyArea;
 use crate::config::Config;
-use crate::node::NodeMut;
+use crate::node::{append_slack, NodeMut};
 use crate::side::Side;
 use crate::sync::seam::{AtomicU64, Ordering};
 use std::cell::Cell;
-
-/// Slots short of a leaf's end at which a change still counts as an append (module doc):
-/// appends from several threads take their keys in one order and arrive in another. At
-/// most a sixteenth of the leaf's entries.
-const APPEND_SLACK: usize = 8;
-
-/// The slots short of the end of a leaf of `count` entries at which a change still counts
-/// as an append ([`APPEND_SLACK`], at most a sixteenth of the leaf).
-pub(crate) fn append_slack(count: usize) -> usize {
-    APPEND_SLACK.min(count / 16)
-}
 
 /// The decision rule, fixed at tree creation from the `Config`.
 #[derive(Debug)]
@@ -191,6 +180,7 @@ impl ContentionSplit {
 mod tests {
     use super::*;
     use crate::node::Scratch;
+    use crate::node::APPEND_SLACK;
     use crate::policy::{LeafPolicies, HOT_PERIODS};
 
     /// The draw is a per-thread xorshift: never zero (xorshift's fixed point, and the mark

@@ -32,7 +32,7 @@ use crate::node::{Node, NodeMut, POLICY_AREA};
 use crate::numa::NumaState;
 use crate::sync::{ExclusiveGuard, StripedCounters};
 pub(crate) use combining::Combining;
-pub(crate) use contention::{append_slack, draw, ContentionSplit};
+pub(crate) use contention::{draw, ContentionSplit};
 pub(crate) use lines::LineDetector;
 
 /// Contention Split: the counting periods a split leaf stays hot (see [`PolicyArea::hot`]).

@@ -244,7 +244,7 @@ impl Tree {
             let (node, _x) = core.exclusive_leaf(key)?;
             if appends_only {
                 let (pos, _) = node.lower_bound(key, dir)?;
-                if pos + 1 + crate::policy::append_slack(node.count()) < node.count() {
+                if pos + 1 + crate::node::append_slack(node.count()) < node.count() {
                     return Ok(());
                 }
             }
