@@ -188,21 +188,18 @@ impl TreeCore {
         // split at the end: split in the middle instead, the left half stayed half empty
         // for good (no later append goes there), and with each pair of keys swapped every
         // split was such a one (fill factor 0.53 against 0.995 in order).
-        let near_append = match end_pos {
-            Some(pos) if level == 0 && at.is_none() && !append => {
-                pos > 0 && pos + append_slack(count) >= count
-            }
-            _ => false,
-        };
+        let near_append = end_pos.filter(|&pos| {
+            level == 0 && at.is_none() && !append && pos > 0 && pos + append_slack(count) >= count
+        });
         // While appends arrive out of order (such a split within the last
         // `DISORDER_SPLITS` splits), a split of the rightmost leaf leaves its last few
         // entries (`append_slack`) on the right: a key handed out before the split and
         // inserted after it (its thread was preempted, or asleep on a latch) then finds
         // room on either side, where a full left half took it with a split in the middle.
         let reserve = if level == 0
-            && (append || near_append)
+            && (append || near_append.is_some())
             && self.config().append_reserve
-            && self.appends_disordered(near_append)
+            && self.appends_disordered(near_append.is_some())
         {
             append_slack(count)
         } else {
@@ -226,15 +223,19 @@ impl TreeCore {
             },
             (None, true, 0) => count - 1 - reserve,
             (None, true, _) => count - 2,
-            // The left half keeps the entries below the key; the key's half, the few above.
-            (None, false, 0) if near_append => {
-                end_pos.map_or(0, |pos| pos - 1).min(count - 1 - reserve)
-            }
-            (None, false, _) => (count - 1) / 2,
+            (None, false, _) => match near_append {
+                // The left half keeps the entries below the key; the key's half, the few
+                // above.
+                Some(pos) => (pos - 1).min(count - 1 - reserve),
+                None => (count - 1) / 2,
+            },
         };
         // Fences and prefixes change in a split: take the nearest position where both
         // halves fit.
-        let sep_pos = if room > 0 && level == 0 && !append && !near_append {
+        // The right half of the rightmost leaf keeps a few entries: it gets an edge prefix
+        // for the appends to come (`NodeMut::shorten_edge_prefix`).
+        let edge_right = reserve > 0 || near_append.is_some();
+        let sep_pos = if room > 0 && level == 0 && !append && near_append.is_none() {
             let key_pos = node.lower_bound(key, self.directory())?.0;
             node.choose_split_with_room(preferred, key_pos, room)?
         } else {
@@ -262,7 +263,7 @@ impl TreeCore {
                 let mut rx = root_latch.exclusive();
                 let (lower, upper) = (node.lower_fence()?, node.upper_fence()?);
                 self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos, &sep);
-                if reserve > 0 || near_append {
+                if edge_right {
                     node.shorten_edge_prefix();
                 }
                 let root_node = NodeMut::new(root, &mut rx);
@@ -297,9 +298,7 @@ impl TreeCore {
                 let (left, left_latch) = self.page(left_pid)?;
                 let mut lx = left_latch.exclusive();
                 self.split_node(&mut node, NodeMut::new(left, &mut lx), sep_pos, &sep);
-                if reserve > 0 || near_append {
-                    // The rightmost leaf, left a few entries: an edge prefix for the
-                    // appends to come (`NodeMut::shorten_edge_prefix`).
+                if edge_right {
                     node.shorten_edge_prefix();
                 }
                 self.add_separator(&mut pnode, &sep, left_pid);
