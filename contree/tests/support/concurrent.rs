@@ -69,8 +69,32 @@ pub fn watchdog(test: &'static str, limit: Duration) -> Watchdog {
     std::thread::spawn(move || {
         if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
             eprintln!("{test}: still running after {limit:?}, a hang: aborting");
+            dump_stacks();
             std::process::abort();
         }
     });
     Watchdog(tx)
+}
+
+/// Prints every thread's stack to stderr through `gdb`, where the machine has it (a hang
+/// seen once in CI could not be reproduced; its stacks are what would explain it). Bounded
+/// by `timeout`, so a stuck debugger cannot turn the abort into a hang.
+fn dump_stacks() {
+    let pid = std::process::id().to_string();
+    let status = std::process::Command::new("timeout")
+        .args([
+            "60",
+            "gdb",
+            "-p",
+            &pid,
+            "-batch",
+            "-nx",
+            "-ex",
+            "thread apply all bt",
+        ])
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("(no thread stacks: gdb is not installed or could not attach: {status:?})");
+    }
 }
