@@ -1,18 +1,26 @@
 //! Striped counters: every counter of a tree that the data path bumps, spread over
 //! cache-line-sized stripes so that no single word is written by every thread.
 //!
-//! Each thread is given a stripe index once (round robin) and adds to its stripe with a
-//! relaxed atomic; a read sums all stripes. With more threads than stripes, threads share
-//! stripes, which costs cache traffic but never correctness.
+//! Each thread is given a stripe index once and adds to its stripe; a read sums all
+//! stripes. The first [`OWNED`] stripes are owned by one thread each while it lives
+//! (claimed on its first add, given back when it exits), and their owner adds with a
+//! relaxed load and store: no locked instruction on the data path, where a `lock add`
+//! took about 5% of a single-threaded append's time (perf, `seq-insert`, one writer).
+//! Threads that find every owned stripe taken share the other stripes, round robin, and
+//! add with a relaxed atomic read-modify-write: cache traffic, never a lost count.
 //!
 //! All of a tree's counters live in one block of `STRIPES` cache-line pairs, allocated on the
 //! first change, so that a tree that is never written costs one pointer here.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 const STRIPES: usize = 32;
+/// Stripes owned by one thread each (the rest are shared); at most 32, one bit each in
+/// [`OWNERS`].
+const OWNED: usize = 24;
+const _: () = assert!(OWNED < STRIPES && OWNED <= 32);
 
 /// The counters of one tree.
 #[derive(Clone, Copy, Debug)]
@@ -106,23 +114,68 @@ impl StripedCounters {
     }
 }
 
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+/// Owned stripes taken, one bit each.
+static OWNERS: AtomicU32 = AtomicU32::new(0);
+/// Round robin over the shared stripes.
+static NEXT_SHARED: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+/// The calling thread's stripe: its index, and whether the thread owns it.
+struct ThreadStripe(Cell<(usize, bool)>);
+
+impl Drop for ThreadStripe {
+    fn drop(&mut self) {
+        let (i, owned) = self.0.get();
+        if owned {
+            // Release: the next owner's claim (acquire) sees this thread's last stores.
+            OWNERS.fetch_and(!(1 << i), Ordering::Release);
+        }
+    }
 }
 
+thread_local! {
+    static STRIPE: ThreadStripe = const { ThreadStripe(Cell::new((usize::MAX, false))) };
+}
+
+/// The calling thread's stripe (see the module doc), claimed on first use; a shared one
+/// while the thread exits (its stripe already given back).
 #[inline]
-fn stripe() -> usize {
-    STRIPE.with(|s| {
-        let v = s.get();
-        if v != usize::MAX {
-            return v;
+fn stripe() -> (usize, bool) {
+    STRIPE
+        .try_with(|s| {
+            let v = s.0.get();
+            if v.0 != usize::MAX {
+                return v;
+            }
+            let v = claim();
+            s.0.set(v);
+            v
+        })
+        .unwrap_or_else(|_| (shared(), false))
+}
+
+/// A free owned stripe, or else a shared one.
+#[cold]
+fn claim() -> (usize, bool) {
+    let mut bits = OWNERS.load(Ordering::Relaxed);
+    loop {
+        let free = (!bits).trailing_zeros() as usize;
+        if free >= OWNED {
+            return (shared(), false);
         }
-        let v = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
-        s.set(v);
-        v
-    })
+        match OWNERS.compare_exchange_weak(
+            bits,
+            bits | 1 << free,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return (free, true),
+            Err(now) => bits = now,
+        }
+    }
+}
+
+fn shared() -> usize {
+    OWNED + NEXT_SHARED.fetch_add(1, Ordering::Relaxed) % (STRIPES - OWNED)
 }
 
 impl StripedCounters {
@@ -132,7 +185,17 @@ impl StripedCounters {
         let block = self
             .block
             .get_or_init(|| (0..STRIPES).map(|_| Stripe::default()).collect());
-        block[stripe()].0[counter as usize].fetch_add(delta, Ordering::Relaxed);
+        let (i, owned) = stripe();
+        let cell = &block[i].0[counter as usize];
+        if owned {
+            // Only this thread writes an owned stripe: no read-modify-write needed.
+            cell.store(
+                cell.load(Ordering::Relaxed).wrapping_add(delta),
+                Ordering::Relaxed,
+            );
+        } else {
+            cell.fetch_add(delta, Ordering::Relaxed);
+        }
     }
 
     /// The sum of `counter` over all stripes; exact when no thread adds concurrently.
@@ -151,5 +214,37 @@ impl StripedCounters {
         self.block
             .get()
             .map_or(0, |_| STRIPES * std::mem::size_of::<Stripe>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// More threads than owned stripes add at once, several generations of them (exited
+    /// threads' stripes are claimed again): no count is lost, owned or shared.
+    #[test]
+    fn counts_from_owned_and_shared_stripes_add_up() {
+        let counters = Arc::new(StripedCounters::default());
+        for _ in 0..3 {
+            let threads: Vec<_> = (0..OWNED + 8)
+                .map(|_| {
+                    let counters = Arc::clone(&counters);
+                    std::thread::spawn(move || {
+                        for _ in 0..1_000 {
+                            counters.add(Counter::Len, 1);
+                            counters.add(Counter::Removals, 2);
+                        }
+                        stripe()
+                    })
+                })
+                .collect();
+            let stripes: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+            assert!(stripes.iter().all(|&(i, owned)| owned == (i < OWNED)));
+        }
+        let n = 3 * (OWNED as i64 + 8) * 1_000;
+        assert_eq!(counters.sum(Counter::Len), n);
+        assert_eq!(counters.sum(Counter::Removals), 2 * n);
     }
 }
