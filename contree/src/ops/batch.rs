@@ -126,8 +126,9 @@ impl Tree {
         let mut done: Vec<Replaced> = Vec::with_capacity(order.len());
         for &i in &order {
             let (k, v) = &entries[i];
-            match self.insert_keeping(k.as_ref(), v.as_ref(), true) {
-                Ok((old, kept)) => done.push(Replaced {
+            let mut kept = None;
+            match self.insert_keeping(k.as_ref(), v.as_ref(), Some(&mut kept)) {
+                Ok(old) => done.push(Replaced {
                     entry: i,
                     old: match (old, kept) {
                         (None, _) => Old::Absent,
