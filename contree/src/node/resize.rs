@@ -261,6 +261,18 @@ impl Node {
         Ok(None)
     }
 
+    /// A lower bound of [`merged_space`](Self::merged_space) from the two nodes' entry
+    /// counts and heap bytes alone: the header and every entry as it is stored now. No
+    /// entry takes less in the merged node (its prefix is at most either node's, so no
+    /// suffix gets shorter, and a longer suffix never takes a shorter length header or
+    /// rest), and the fences, the prefix and an inner merge's separator only add.
+    pub(crate) fn merged_space_at_least(left: &Node, right: &Node) -> usize {
+        HEADER
+            + (left.count() + right.count()) * SLOT
+            + left.entry_heap_bytes()
+            + right.entry_heap_bytes()
+    }
+
     /// Space the merge of `left` into `right` would need, with `sep` being the parent key
     /// between them (inner nodes pull it down).
     pub(crate) fn merged_space(left: &Node, right: &Node, sep: &[u8]) -> Result<usize, Restart> {

@@ -218,6 +218,7 @@ fn merge_restores_the_original_node() {
     let left = q.node();
     let need = Node::merged_space(&left, &n, &sep).unwrap();
     assert!(need <= 4096);
+    assert!(Node::merged_space_at_least(&left, &n) <= need);
     n.merge_from_left(&left, &sep);
     assert_eq!(keys(&n), all);
     assert_eq!(n.lower_fence().unwrap(), Some(b"a".to_vec()));

@@ -220,6 +220,13 @@ impl TreeCore {
             if apart && left.count() > 0 && right.count() > 0 {
                 continue;
             }
+            // The bound from counts first: a node drained from one end (keys removed in
+            // order) stays underfull beside a full sibling for a quarter of a leaf's
+            // removals, and each of them computed the merged size, a pass over both nodes
+            // (10^6 removals in order: 856 -> 336 ns each, `bench/results/merge-bound-s61.txt`).
+            if Node::merged_space_at_least(&left, &right) > limit {
+                continue;
+            }
             let sep = pnode.key(left_pos)?;
             if Node::merged_space(&left, &right, &sep)? > limit {
                 continue;
