@@ -162,6 +162,18 @@ impl TreeCore {
     }
 }
 
+/// The old value of a write by `modify_keeping`, its replaced blob handed to `kept` where
+/// the caller keeps blobs (see [`Tree::insert_keeping`]).
+fn hand_kept(
+    (old, replaced): (Option<Vec<u8>>, Option<Stub>),
+    kept: Option<&mut Option<Stub>>,
+) -> Option<Vec<u8>> {
+    if let Some(kept) = kept {
+        *kept = replaced;
+    }
+    old
+}
+
 /// `NeedSplit` for an entry of `key` (as the leaf stores it) and a stored value of
 /// `value_len` bytes (a stub if `stub`).
 #[cold]
@@ -592,17 +604,13 @@ impl Tree {
         value: &[u8],
         kept: Option<&mut Option<Stub>>,
     ) -> Result<Option<Vec<u8>>, Error> {
-        let keep = kept.is_some();
-        let (old, stub) = self.modify_keeping(
+        self.modify_keeping(
             key,
             None,
             |old| (Edit::Put(value), old.map(<[u8]>::to_vec)),
-            keep,
-        )?;
-        if let Some(kept) = kept {
-            *kept = stub;
-        }
-        Ok(old)
+            kept.is_some(),
+        )
+        .map(|out| hand_kept(out, kept))
     }
 
     /// The common insert, of a key and a value that both stay inline, when its leaf has
@@ -649,18 +657,10 @@ impl Tree {
             |old| (Edit::<&[u8]>::PutStub(stub), old.map(<[u8]>::to_vec)),
             kept.is_some(),
         );
-        match out {
-            Ok((old, replaced)) => {
-                if let Some(kept) = kept {
-                    *kept = replaced;
-                }
-                Ok(old)
-            }
-            Err(e) => {
-                core.free_blob(stub);
-                Err(e)
-            }
+        if out.is_err() {
+            core.free_blob(stub);
         }
+        out.map(|out| hand_kept(out, kept))
     }
 
     /// Removes `key`; returns its value.
