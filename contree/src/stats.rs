@@ -62,6 +62,10 @@ pub struct Stats {
     pub splits: u64,
     /// Node merges done since the tree was created.
     pub merges: u64,
+    /// Merge attempts of underfull leaves left out: after an attempt at a leaf was declined
+    /// (no sibling could take it), the same thread tries that leaf again only once it has
+    /// lost another sixteenth of a page, or all of its entries.
+    pub merges_skipped: u64,
     /// Operation attempts that restarted from the root since the tree was created: a
     /// conflict in the descent (the index phase), or one in the leaf phase after the leaf
     /// split, merged or was freed.
@@ -248,6 +252,7 @@ impl Tree {
             len: core.len(),
             splits: core.events.splits.load(Ordering::Relaxed),
             merges: core.events.merges.load(Ordering::Relaxed),
+            merges_skipped: core.counters.sum(Counter::MergesSkipped).max(0) as u64,
             restarts: core.counters.sum(Counter::Restarts).max(0) as u64,
             leaf_restarts: core.counters.sum(Counter::LeafRestarts).max(0) as u64,
             contention_splits: core.events.contention_splits.load(Ordering::Relaxed),

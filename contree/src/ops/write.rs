@@ -708,6 +708,9 @@ impl Tree {
         let Divert::Proceed = core.policy.before_latch(key);
         let mut split_at = None;
         let mut underfull = false;
+        // The leaf's page, used bytes and emptiness when this thread's removal left it
+        // underfull (for `try_merge_leaf`).
+        let mut drained = None;
         let request = Request::new(key, Kind::Remove);
         let old = core.retry(|| -> Result<Option<Option<Vec<u8>>>, Restart> {
             let Some((node, mut x, _)) = core.exclusive_leaf_or_hand_over(key, &request)? else {
@@ -731,6 +734,13 @@ impl Tree {
                 let old = node.value_mut(pos).to_vec();
                 node.remove_at(pos);
                 underfull = core.is_underfull(&node);
+                if underfull {
+                    drained = Some((
+                        node.raw().addr() as *const u8,
+                        node.used_space(),
+                        node.count() == 0,
+                    ));
+                }
                 split_at = core.policy.after_change(&mut node, pos, slow_path, core);
                 Some(old)
             };
@@ -745,6 +755,8 @@ impl Tree {
         }
         if let Some(sep) = split_at {
             core.contention_split(&sep);
+        } else if let Some((page, used, empty)) = drained {
+            core.try_merge_leaf(key, page, used, empty);
         } else if underfull {
             core.try_merge(key, 0);
         }

@@ -22,7 +22,8 @@ use crate::node::{Node, NodeMut};
 use crate::page::PageId;
 use crate::policy::LeafPolicies;
 use crate::sync::seam::{AtomicUsize, Mutex, Ordering};
-use crate::sync::{ExclusiveGuard, Restart};
+use crate::sync::{Counter, ExclusiveGuard, Restart};
+use std::cell::Cell;
 
 /// Deferred merges kept at most; more are dropped (the space manager and `compact` still
 /// reach those nodes).
@@ -30,6 +31,23 @@ const DEFERRED_MAX: usize = 256;
 
 /// The page of a deferred merge whose node is not known (its descent kept restarting).
 const NO_PAGE: PageId = PageId::MAX;
+
+/// The fraction of a page (1 / this) a leaf must lose after a declined merge attempt before
+/// the same thread attempts it again (see [`TreeCore::try_merge_leaf`]).
+const RETRY_STEP: usize = 16;
+
+/// The last leaf whose merge attempt this thread saw declined: its tree, its page's address
+/// and its used bytes then (all zero: none).
+#[derive(Clone, Copy)]
+struct Declined {
+    tree: usize,
+    page: usize,
+    used: usize,
+}
+
+crate::sync::seam::model_local! {
+    static DECLINED: Cell<Declined> = const { Cell::new(Declined { tree: 0, page: 0, used: 0 }) };
+}
 
 /// Merges that found a latch taken, retried later by any thread (see the module doc).
 #[derive(Default)]
@@ -52,6 +70,43 @@ impl TreeCore {
     /// Whether `pid` is a root: the tree's, or a partition's (`crate::partition`).
     pub(crate) fn is_root(&self, pid: PageId) -> bool {
         self.root_id() == pid || self.is_partition_root(pid)
+    }
+
+    /// [`try_merge`](Self::try_merge) of the underfull leaf holding `key` that a removal
+    /// just left at `used` bytes ([`Node::used_space`]) in the page at `page`, unless this
+    /// thread's last attempt at that leaf was declined and the leaf has lost less than a
+    /// [`RETRY_STEP`]th of a page since (an empty leaf is always attempted).
+    ///
+    /// A leaf drained from one end (a queue's consumer, keys removed in order) stays
+    /// underfull beside a full sibling for a quarter of its removals: each of them otherwise
+    /// descended from the root again to learn that nothing fits. The skip is best-effort
+    /// like the merge itself: a page reused by another leaf at the same address may skip
+    /// that leaf's attempt until it shrinks by a step, and any removal from it by another
+    /// thread, the space manager and `compact` still reach it.
+    pub(crate) fn try_merge_leaf(&self, key: &[u8], page: *const u8, used: usize, empty: bool) {
+        let tree = self.id() as usize;
+        if !empty {
+            let d = DECLINED.with(Cell::get);
+            let step = self.config().page_size / RETRY_STEP;
+            if d.tree == tree && d.page == page as usize && used + step > d.used {
+                self.counters.add(Counter::MergesSkipped, 1);
+                return;
+            }
+        }
+        self.try_merge(key, 0);
+    }
+
+    /// Notes that a merge attempt at `node` (a leaf) was declined (see
+    /// [`try_merge_leaf`](Self::try_merge_leaf)).
+    fn note_declined(&self, node: &Node) {
+        if node.is_leaf() {
+            let d = Declined {
+                tree: self.id() as usize,
+                page: node.raw().addr() as usize,
+                used: node.used_space(),
+            };
+            DECLINED.with(|c| c.set(d));
+        }
     }
 
     /// Best-effort merge of the underfull node at `level` holding `key` with a sibling.
@@ -146,6 +201,45 @@ impl TreeCore {
         self.deferred.len.load(Ordering::Relaxed)
     }
 
+    /// Whether the bound from counts and heap bytes ([`Node::merged_space_at_least`]) rules
+    /// out merging `node`, child `pos` of `parent`, with either sibling, read from snapshots
+    /// before any latch is taken: a node drained from one end beside full siblings stays
+    /// underfull for a quarter of a leaf's removals, and each of them otherwise took three
+    /// try-latches (parent, node, sibling) to learn the same. `false` whenever in doubt (a
+    /// sibling latched or changing, an id that is no page, an empty parent): the latched
+    /// attempt decides then, as before. The caller validates `parent` and `node`; a
+    /// sibling counts only if its own snapshot validates after the read, so a torn read
+    /// never skips a merge that fits. Never waits.
+    fn no_sibling_fits(&self, parent: &Node, pos: usize, node: &Node) -> bool {
+        let pcount = parent.count();
+        if pcount == 0 {
+            return false;
+        }
+        let limit = if node.count() == 0 {
+            node.page_size()
+        } else {
+            node.page_size() * 3 / 4
+        };
+        let right = (pos < pcount).then_some(pos + 1);
+        let left = pos.checked_sub(1);
+        for sibling_pos in [right, left].into_iter().flatten() {
+            let Ok(pid) = parent.child(sibling_pos) else {
+                return false;
+            };
+            let Ok((sibling, latch)) = self.page(pid) else {
+                return false;
+            };
+            let Some(guard) = latch.try_optimistic() else {
+                return false;
+            };
+            let fits = Node::merged_space_at_least(node, &sibling) <= limit;
+            if fits || guard.validate().is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
     /// One try of [`try_merge`](Self::try_merge); `lost` receives the key blobs whose stored
     /// forms the merge dropped, to release once every latch is released.
     fn merge_attempt(
@@ -167,6 +261,13 @@ impl TreeCore {
         };
         if !self.is_underfull(&here.node) {
             here.guard.validate()?;
+            return Ok(MergeOutcome::Done);
+        }
+        if self.no_sibling_fits(&parent.node, pos, &here.node) {
+            // Validated: the verdict was read from the node and its parent as they are.
+            parent.guard.validate()?;
+            here.guard.validate()?;
+            self.note_declined(&here.node);
             return Ok(MergeOutcome::Done);
         }
         let Some(mut px) = parent.guard.try_upgrade_exclusive()? else {
@@ -254,6 +355,9 @@ impl TreeCore {
                 MergeOutcome::Done
             });
         }
+        if !busy {
+            self.note_declined(&node);
+        }
         Ok(if busy {
             MergeOutcome::Busy(here.pid)
         } else {
@@ -327,6 +431,89 @@ mod tests {
         assert_eq!(t.core.deferred_merges(), 0);
         assert_eq!(t.stats().leaf_pages, pages - 1);
         assert_eq!(t.leaf_page_of(&key(0)), right);
+        t.check_invariants().unwrap();
+    }
+
+    /// A tree of 4000 ordered keys on 4 KiB pages, without the space manager (no merges but
+    /// the removals' own).
+    fn ordered_tree() -> Tree {
+        let t = Tree::with_config(Config {
+            space_manager: false,
+            page_size: 4096,
+            ..Config::default()
+        })
+        .unwrap();
+        for i in 0..4000u64 {
+            t.insert(&i.to_be_bytes(), &i.to_le_bytes()).unwrap();
+        }
+        t
+    }
+
+    /// Keys drained from one end: while a leaf is underfull beside a full sibling, its
+    /// removals attempt the merge once per step the leaf shrinks (the others are counted
+    /// as skipped), and every leaf is merged away as it empties.
+    #[test]
+    fn a_leaf_drained_in_order_skips_attempts_and_still_merges_when_empty() {
+        let t = ordered_tree();
+        let pages = t.stats().leaf_pages;
+        let key = |i: u64| i.to_be_bytes();
+        let mut emptied = 0;
+        for i in 0..3000u64 {
+            let leaf = t.leaf_page_of(&key(i));
+            assert!(t.remove(&key(i)).is_some());
+            if t.leaf_page_of(&key(i + 1)) != leaf {
+                emptied += 1;
+            }
+        }
+        let s = t.stats();
+        assert!(emptied > 5, "{emptied}");
+        assert_eq!(s.leaf_pages, pages - emptied, "{s:?}");
+        // About a quarter of each drained leaf's removals leave it underfull; all but a
+        // few attempts per leaf are skipped.
+        assert!(s.merges_skipped > 10 * emptied as u64, "{s:?}");
+        t.check_invariants().unwrap();
+    }
+
+    /// A skipped attempt only delays a merge that became possible (the sibling shrank
+    /// after the attempt was declined) by less than a step of removals: the leaf merges
+    /// before its last entry goes.
+    #[test]
+    fn a_merge_possible_after_a_declined_attempt_happens_within_a_step() {
+        let t = ordered_tree();
+        let key = |i: u64| i.to_be_bytes();
+        let left = t.leaf_page_of(&key(0));
+        let first_right = (0..4000)
+            .find(|&i| t.leaf_page_of(&key(i)) != left)
+            .unwrap();
+        let right = t.leaf_page_of(&key(first_right));
+        let last_right = (first_right..4000)
+            .take_while(|&i| t.leaf_page_of(&key(i)) == right)
+            .last()
+            .unwrap();
+        // Drain the left leaf until an attempt was declined and then one skipped.
+        let mut next = 0;
+        while t.stats().merges_skipped == 0 {
+            assert!(t.remove(&key(next)).is_some());
+            next += 1;
+            assert!(next < first_right - 1, "no attempt was skipped");
+        }
+        assert_eq!(t.leaf_page_of(&key(next)), left);
+        // The right sibling loses 3/5 of its keys, from its top: not underfull itself, but
+        // now the pair fits in 3/4 of a page.
+        let half = (last_right - first_right) * 3 / 5;
+        for i in (last_right - half..=last_right).rev() {
+            assert!(t.remove(&key(i)).is_some());
+        }
+        let merges = t.stats().merges;
+        while t.stats().merges == merges {
+            assert!(
+                next < first_right - 1,
+                "the left leaf was never merged before it emptied"
+            );
+            assert!(t.remove(&key(next)).is_some());
+            next += 1;
+        }
+        assert_eq!(t.leaf_page_of(&key(next)), right);
         t.check_invariants().unwrap();
     }
 }

@@ -35,6 +35,9 @@ pub(crate) enum Counter {
     LeafRestarts,
     /// Removals, which the reclaiming sweep compares to decide whether to run.
     Removals,
+    /// Merge attempts of an underfull leaf skipped because this thread's last attempt at
+    /// it was declined and the leaf has not shrunk by a step since (`smo::merge`).
+    MergesSkipped,
     /// Exclusive leaf-latch acquisitions that waited (`latch-stats`).
     LatchSlowPaths,
     /// Exclusive leaf-latch acquisitions from another thread than the last (`latch-stats`).
