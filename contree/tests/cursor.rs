@@ -446,6 +446,50 @@ fn ranges_copy_keys_of_every_inline_length() {
     assert!(back.iter().rev().eq(all.iter()));
 }
 
+/// Keys of up to 12 bytes behind shared prefixes of 0 to 9 bytes: the visitor scans write
+/// keys of up to 8 bytes under a leaf prefix under 8 as one word put together from the
+/// prefix, the head and the rest (one loop per prefix length), the others as head and rest
+/// behind the prefix; both directions against the oracle.
+#[test]
+fn scans_hand_out_short_keys_under_every_prefix_length() {
+    let mut rng = StdRng::seed_from_u64(29);
+    for p in 0..10usize {
+        let tree = small_pages();
+        let mut oracle = Oracle::new();
+        let prefix: Vec<u8> = (0..p).map(|j| 0xA0 ^ j as u8).collect();
+        for i in 0..1500usize {
+            let mut k = prefix.clone();
+            k.extend((0..i % 13).map(|_| rng.gen::<u8>()));
+            let v = (i as u64).to_le_bytes()[..i % 9].to_vec();
+            tree.insert(&k, &v).unwrap();
+            oracle.insert(k, v);
+        }
+        let all: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(
+            visited_both_ways(&tree),
+            (all.clone(), all),
+            "prefix of {p} bytes"
+        );
+    }
+}
+
+/// Every entry the visitor scans hand out over the whole tree: forward, then backward
+/// (reversed into key order).
+fn visited_both_ways(tree: &Tree) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>) {
+    let mut forward = Vec::new();
+    tree.scan(.., |k, v| {
+        forward.push((k.to_vec(), v.to_vec()));
+        ControlFlow::<()>::Continue(())
+    });
+    let mut backward = Vec::new();
+    tree.scan_rev(.., |k, v| {
+        backward.push((k.to_vec(), v.to_vec()));
+        ControlFlow::<()>::Continue(())
+    });
+    backward.reverse();
+    (forward, backward)
+}
+
 #[test]
 fn scans_read_every_entry_form() {
     let tree = small_pages();
@@ -461,19 +505,7 @@ fn scans_read_every_entry_form() {
         oracle.insert(k, v);
     }
     let all: Vec<_> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let mut seen = Vec::new();
-    tree.scan(.., |k, v| {
-        seen.push((k.to_vec(), v.to_vec()));
-        ControlFlow::<()>::Continue(())
-    });
-    assert_eq!(seen, all);
-    seen.clear();
-    tree.scan_rev(.., |k, v| {
-        seen.push((k.to_vec(), v.to_vec()));
-        ControlFlow::<()>::Continue(())
-    });
-    seen.reverse();
-    assert_eq!(seen, all);
+    assert_eq!(visited_both_ways(&tree), (all.clone(), all.clone()));
     let range: Vec<_> = tree.range(..).map(vecs).collect();
     assert_eq!(range, all);
     let back: Vec<_> = tree.range(..).rev().map(vecs).collect();

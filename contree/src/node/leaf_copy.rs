@@ -112,6 +112,9 @@ const REST_BLOCK: usize = 16;
 /// most `2 + 18`, the longest rest of a key that fits inline, bytes in).
 const ENTRY_READ: usize = 2 + 18 + Bytes::INLINE_CAPACITY;
 
+/// The `P` of [`LeafCopy::walk_short`] for a prefix of 8 bytes or more: no key word.
+const NO_WORD: usize = 8;
+
 /// The bytes a copy's buffer holds past the copy (zeros or a previous user's bytes, never
 /// read as part of an entry): room for an [`ENTRY_READ`] from any offset inside the copy.
 const PAD: usize = ENTRY_READ.next_multiple_of(8);
@@ -621,8 +624,19 @@ impl LeafCopy {
         let mut stale = false;
         let flow = loop {
             if lean {
-                let (stop, short_seen, flow) =
-                    self.walk_short::<FORWARD, R>(i, count, plen, key, f);
+                // One loop per prefix length under 8, so that its key word's shift is a
+                // constant (see `walk_short`).
+                let (stop, short_seen, flow) = match plen {
+                    0 => self.walk_short::<FORWARD, R, 0>(i, count, plen, key, f),
+                    1 => self.walk_short::<FORWARD, R, 1>(i, count, plen, key, f),
+                    2 => self.walk_short::<FORWARD, R, 2>(i, count, plen, key, f),
+                    3 => self.walk_short::<FORWARD, R, 3>(i, count, plen, key, f),
+                    4 => self.walk_short::<FORWARD, R, 4>(i, count, plen, key, f),
+                    5 => self.walk_short::<FORWARD, R, 5>(i, count, plen, key, f),
+                    6 => self.walk_short::<FORWARD, R, 6>(i, count, plen, key, f),
+                    7 => self.walk_short::<FORWARD, R, 7>(i, count, plen, key, f),
+                    _ => self.walk_short::<FORWARD, R, NO_WORD>(i, count, plen, key, f),
+                };
                 if short_seen {
                     seen = Some((
                         if FORWARD {
@@ -680,8 +694,17 @@ impl LeafCopy {
     /// handed out: past the checked count, or not short), whether it handed out any entry
     /// (then `key` holds the last one's key, which lies next to the stop), and `f`'s flow:
     /// on a break the stop is the entry after (before) the one `f` broke at.
+    ///
+    /// `P` is `plen` when it is under 8 ([`NO_WORD`] otherwise): then a key of up to 8
+    /// bytes is written with one 8-byte store from offset 0, put together in a register
+    /// from the prefix (read once), the head and the rest (shifted by the constant `P`
+    /// bytes). A visitor that loads the key's first word (an integer key read with
+    /// `u64::from_be_bytes(k[..8])`) then loads from one store, which the CPU forwards;
+    /// written as the head and the rest behind the prefix, that load spanned the prefix and
+    /// two stores and waited for them to reach the cache, about 5 ns an entry
+    /// (`bench/results/scan-key-store-s61.txt`, `scan-key-word-s62.txt`).
     #[inline(always)]
-    fn walk_short<const FORWARD: bool, R>(
+    fn walk_short<const FORWARD: bool, R, const P: usize>(
         &self,
         from: usize,
         count: usize,
@@ -698,6 +721,17 @@ impl LeafCopy {
         let mut klen = None;
         // The last length header decoded, reused while the entries after it have the same.
         let mut memo = Memo::default();
+        // The prefix as the low bytes of a little-endian word (byte `j` of the key is byte
+        // `j` of the word).
+        let prefix_word = if P < NO_WORD {
+            let mut p = [0u8; 8];
+            if let (Some(d), Some(s)) = (p.get_mut(..P), key.get(..P)) {
+                d.copy_from_slice(s);
+            }
+            u64::from_le_bytes(p)
+        } else {
+            0
+        };
         let flow = loop {
             let n = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
             if n >= end {
@@ -728,17 +762,30 @@ impl LeafCopy {
             // `off <= limit` for an entry of the shape it checked): inside the buffer, which
             // holds `PAD >= 7` bytes more. `key` is a separate allocation. Afterwards
             // `key[..shape.key_len]` is initialised (prefix, head, rest).
+            // SAFETY (the key's word): with `P < 8` and a key of at most 8 bytes, 8 bytes
+            // are written at offset 0 of `key` instead (inside its room: `SHORT_KEY_ROOM >=
+            // 8`) and 4 bytes read at the rest's start (inside the 8 read otherwise); the
+            // word holds the prefix, the head and the rest, so `key[..shape.key_len]` is the
+            // same key.
             let (kb, v) = unsafe {
-                std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head.to_be_bytes());
                 let src = base.add(rest_off);
-                let dst = k.add(plen + 4);
-                let w = std::ptr::read_unaligned(src as *const [u8; 8]);
-                std::ptr::write_unaligned(dst as *mut [u8; 8], w);
-                let mut j = 8;
-                while j < rest_len {
-                    let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
-                    std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
-                    j += 8;
+                if P < NO_WORD && shape.key_len <= 8 {
+                    let rest = u32::from_le_bytes(std::ptr::read_unaligned(src as *const [u8; 4]));
+                    let suffix =
+                        u64::from(u32::from_le_bytes(head.to_be_bytes())) | u64::from(rest) << 32;
+                    let word = prefix_word | suffix << (8 * (P % NO_WORD));
+                    std::ptr::write_unaligned(k as *mut [u8; 8], word.to_le_bytes());
+                } else {
+                    std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head.to_be_bytes());
+                    let dst = k.add(plen + 4);
+                    let w = std::ptr::read_unaligned(src as *const [u8; 8]);
+                    std::ptr::write_unaligned(dst as *mut [u8; 8], w);
+                    let mut j = 8;
+                    while j < rest_len {
+                        let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
+                        std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
+                        j += 8;
+                    }
                 }
                 (
                     std::slice::from_raw_parts(k as *const u8, shape.key_len),
