@@ -473,9 +473,12 @@ fn scans_hand_out_short_keys_under_every_prefix_length() {
     }
 }
 
+/// Entries in key order, as pairs of owned bytes.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Every entry the visitor scans hand out over the whole tree: forward, then backward
 /// (reversed into key order).
-fn visited_both_ways(tree: &Tree) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>) {
+fn visited_both_ways(tree: &Tree) -> (Entries, Entries) {
     let mut forward = Vec::new();
     tree.scan(.., |k, v| {
         forward.push((k.to_vec(), v.to_vec()));
