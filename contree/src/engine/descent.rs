@@ -139,7 +139,7 @@ impl<'t> Exclusive<'t, '_> {
     fn wait(&self, latch: &'t HybridLatch) -> Result<ExclusiveGuard<'t>, Restart> {
         self.0.policy.latch_busy();
         if let Some(request) = self.1 {
-            if self.0.policy.combining.hand_over(latch, request) {
+            if self.0.policy.combining.hand_over(latch, request, false) {
                 // Applied by the holder: the descent ends here (see
                 // `exclusive_leaf_or_hand_over`).
                 return Err(Restart);
@@ -542,7 +542,7 @@ impl TreeCore {
         let hand_over = || match request {
             Some(r) => {
                 self.policy.latch_busy();
-                self.policy.combining.hand_over(latch, r)
+                self.policy.combining.hand_over(latch, r, true)
             }
             None => false,
         };

@@ -39,6 +39,11 @@ use std::cell::UnsafeCell;
 /// Queues per tree; a latch's queue is picked by its address.
 const SLOTS: usize = 16;
 
+/// Rounds of the exponential spin (`2^round` spin hints each, 255 in all) an appending
+/// writer waits on the rightmost leaf's latch before it hands its append over; other writers
+/// spin `sync::latch::SPIN_ROUNDS` (6: 63 hints). See [`Combining::hand_over`].
+const APPEND_SPIN_ROUNDS: u32 = 8;
+
 /// Rounds of taking and applying requests that one holder serves before it releases the
 /// latch: requests published while it applied one batch are served in the next round.
 pub(crate) const ROUNDS: usize = 4;
@@ -266,12 +271,24 @@ impl Combining {
     /// false, with the request pending again, when the writer must take the latch itself:
     /// the request was handed back or withdrawn, no writer held the latch (readers in shared
     /// mode do not combine), or combining is off.
-    pub(crate) fn hand_over(&self, latch: &HybridLatch, request: &Request) -> bool {
+    ///
+    /// `append`: the writer waits for the rightmost leaf's latch to append. It spins longer
+    /// first ([`APPEND_SPIN_ROUNDS`]): a holder's append is short, and the leaf's lines move
+    /// to the next writer whether it appends itself or the holder appends for it, while a
+    /// hand-over costs the queue's mutex and the wait for the outcome. Other writers (an
+    /// update of a hot leaf) gain from being applied by the holder, which a longer spin
+    /// makes rarer (`bench/results/spin-length-s62.txt`).
+    pub(crate) fn hand_over(&self, latch: &HybridLatch, request: &Request, append: bool) -> bool {
         let addr = latch as *const HybridLatch as usize;
         let Some(slot) = self.slot(addr) else {
             return false;
         };
-        if !latch.spin_while_exclusive() {
+        let rounds = if append {
+            APPEND_SPIN_ROUNDS
+        } else {
+            crate::sync::latch::SPIN_ROUNDS
+        };
+        if !latch.spin_while_exclusive(rounds) {
             // Released (or only read-latched) within a short spin: the writer takes it.
             return false;
         }

@@ -68,7 +68,7 @@ const VERSION_ONE: u64 = 1 << 18;
 const VERSION_MASK: u64 = !(VERSION_ONE - 1);
 /// Busy-wait rounds before a waiter parks. Short: on an oversubscribed machine the holder is
 /// often descheduled, and spinning would only take its core away.
-const SPIN_ROUNDS: u32 = 6;
+pub(crate) const SPIN_ROUNDS: u32 = 6;
 
 /// Why an operation has to start again: a version it relied on changed, or a latch could not
 /// be had without risking a deadlock. Only the public operations loop on it.
@@ -333,12 +333,13 @@ impl HybridLatch {
         fence(Ordering::Acquire);
     }
 
-    /// Spins briefly (the spin phase of a wait) while a writer holds the latch; returns
-    /// whether one still holds it, i.e. the holder takes long (leaf combining hands an
-    /// operation over only then: a holder that is about to release serves nobody better
-    /// than a waiter that takes the latch itself).
-    pub(crate) fn spin_while_exclusive(&self) -> bool {
-        for round in 0..SPIN_ROUNDS {
+    /// Spins briefly (`rounds` rounds of the exponential spin; the spin phase of a wait is
+    /// [`SPIN_ROUNDS`]) while a writer holds the latch; returns whether one still holds it,
+    /// i.e. the holder takes long (leaf combining hands an operation over only then: a
+    /// holder that is about to release serves nobody better than a waiter that takes the
+    /// latch itself).
+    pub(crate) fn spin_while_exclusive(&self, rounds: u32) -> bool {
+        for round in 0..rounds {
             if self.state.load(Ordering::Relaxed) & EXCLUSIVE == 0 {
                 return false;
             }
