@@ -29,6 +29,7 @@ use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::num::NonZeroU64;
 use std::ops::Deref;
 
 /// An immutable byte string that stores up to [`INLINE_CAPACITY`](Self::INLINE_CAPACITY)
@@ -58,21 +59,47 @@ use std::ops::Deref;
 /// let owned: Vec<u8> = value.into_vec();
 /// assert_eq!(owned, b"one");
 /// ```
-#[derive(Clone)]
-pub struct Bytes(Repr);
-
-/// The representation: the tag byte, then either the length and the inline bytes, or (at
-/// offset 8) the boxed slice. 24 bytes in all.
-#[derive(Clone)]
-enum Repr {
-    /// `buf[..len]` holds the bytes; `len <= INLINE_CAPACITY`.
-    Inline {
-        len: u8,
-        buf: [u8; Bytes::INLINE_CAPACITY],
-    },
-    /// Longer than `INLINE_CAPACITY` (when built by this module; any length is valid).
-    Heap(Box<[u8]>),
+#[repr(C)]
+pub struct Bytes {
+    /// Inline: bytes 0..16. Heap: the boxed slice's pointer and length.
+    data: Data,
+    /// Bytes 16..24, read as a little-endian word ([`Tag`]): inline, bytes 16..22 in its low
+    /// 48 bits, the length in bits 48..56 and [`INLINE`] in the top byte; on the heap,
+    /// [`HEAP`] in the top byte. Never zero (the top byte is not), so that `Option<Bytes>`
+    /// is 24 bytes too.
+    tag: NonZeroU64,
 }
+
+/// The first 16 bytes of a [`Bytes`].
+#[derive(Clone, Copy)]
+#[repr(C)]
+union Data {
+    /// Inline bytes 0..16 as two words in memory order (`u64::from_ne_bytes` of each half).
+    inline: [u64; 2],
+    heap: Heap,
+}
+
+/// A `Box<[u8]>` taken apart ([`Box::into_raw`]).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Heap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+/// The top byte of an inline [`Bytes`]'s tag.
+const INLINE: u64 = 0x01;
+/// The top byte of a heap [`Bytes`]'s tag: its top bit set, so that the tag read as an
+/// `i64` is negative on the heap and positive inline (a drop tests one sign).
+const HEAP: u64 = 0x80;
+/// The tag's bits that hold inline bytes 16..22.
+const TAIL_MASK: u64 = (1 << 48) - 1;
+
+// SAFETY: a `Bytes` owns its heap bytes (as the `Box<[u8]>` it was built from would) and never
+// changes them; sharing or sending it shares or sends an immutable byte string.
+unsafe impl Send for Bytes {}
+// SAFETY: as for `Send`: `&Bytes` only reads.
+unsafe impl Sync for Bytes {}
 
 impl Bytes {
     /// The longest byte string stored inline, without an allocation.
@@ -87,10 +114,67 @@ impl Bytes {
     /// ```
     #[inline]
     pub const fn new() -> Self {
-        Bytes(Repr::Inline {
-            len: 0,
-            buf: [0; Self::INLINE_CAPACITY],
-        })
+        Self::from_words(0, 0, 0, 0)
+    }
+
+    /// An inline byte string of `len` bytes (at most [`INLINE_CAPACITY`](Self::INLINE_CAPACITY))
+    /// from its first 22 bytes as words: `w0` and `w1` hold bytes 0..8 and 8..16 and the low
+    /// 48 bits of `w2` bytes 16..22, each as a little-endian number (byte `j` of a word in bits
+    /// `8j..8j + 8`). Bits past `len` bytes are never read and need not be zero; `w2`'s top 16
+    /// bits are ignored. Three word stores: what a range builds a short key or value with,
+    /// in registers, so that the moves of the result read whole words that were stored
+    /// whole (a `Bytes` stored as a tag byte, a length byte and 22 bytes made its moves wait
+    /// for the stores to reach the cache: `bench/results/range-stalls-s61.txt`).
+    #[inline(always)]
+    pub(crate) const fn from_words(len: usize, w0: u64, w1: u64, w2: u64) -> Self {
+        let len = if len > Self::INLINE_CAPACITY {
+            Self::INLINE_CAPACITY
+        } else {
+            len
+        };
+        // SAFETY: `len <= INLINE_CAPACITY`.
+        unsafe { Self::from_words_unchecked(len, w0, w1, w2) }
+    }
+
+    /// [`from_words`](Self::from_words) without its bound on `len`.
+    ///
+    /// # Safety
+    /// `len <= INLINE_CAPACITY` (`as_slice` hands out the first `len` bytes of the value).
+    #[inline(always)]
+    pub(crate) const unsafe fn from_words_unchecked(len: usize, w0: u64, w1: u64, w2: u64) -> Self {
+        let tag = (w2 & TAIL_MASK) | (len as u64 & 0xFF) << 48 | INLINE << 56;
+        Bytes {
+            data: Data {
+                inline: [w0.to_le(), w1.to_le()],
+            },
+            // The top byte is `INLINE`: never zero.
+            tag: match NonZeroU64::new(tag.to_le()) {
+                Some(t) => t,
+                None => unreachable!(),
+            },
+        }
+    }
+
+    /// A heap byte string that takes over `b`.
+    #[inline]
+    fn from_box(b: Box<[u8]>) -> Self {
+        let len = b.len();
+        let ptr = Box::into_raw(b) as *mut u8;
+        Bytes {
+            data: Data {
+                heap: Heap { ptr, len },
+            },
+            tag: match NonZeroU64::new((HEAP << 56).to_le()) {
+                Some(t) => t,
+                None => unreachable!(),
+            },
+        }
+    }
+
+    /// The tag as a little-endian number (see [`Bytes::tag`]).
+    #[inline(always)]
+    fn tag(&self) -> u64 {
+        u64::from_le(self.tag.get())
     }
 
     /// A copy of `bytes`: inline (no allocation) up to
@@ -108,25 +192,25 @@ impl Bytes {
     #[inline]
     pub fn copy_from_slice(bytes: &[u8]) -> Self {
         if bytes.len() <= Self::INLINE_CAPACITY {
-            Bytes(Repr::Inline {
-                len: bytes.len() as u8,
-                buf: inline_copy(bytes),
-            })
+            Self::from_inline(bytes.len(), inline_copy(bytes))
         } else {
-            Bytes(Repr::Heap(Box::from(bytes)))
+            Self::from_box(Box::from(bytes))
         }
     }
 
-    /// The first `len` bytes of `buf` (`len <= INLINE_CAPACITY`), stored inline: what a
-    /// range builds straight from a leaf copy. The bytes after `len` are never read (every
-    /// method goes through [`as_slice`](Self::as_slice)), so they need not be zero.
+    /// The first `len` bytes of `buf` (`len <= INLINE_CAPACITY`), stored inline. The bytes
+    /// after `len` are never read (every method goes through [`as_slice`](Self::as_slice)),
+    /// so they need not be zero.
     #[inline]
     pub(crate) fn from_inline(len: usize, buf: [u8; Self::INLINE_CAPACITY]) -> Self {
         debug_assert!(len <= Self::INLINE_CAPACITY);
-        Bytes(Repr::Inline {
-            len: len.min(Self::INLINE_CAPACITY) as u8,
-            buf,
-        })
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            let n = (Self::INLINE_CAPACITY - at).min(8);
+            w[..n].copy_from_slice(&buf[at..at + n]);
+            u64::from_le_bytes(w)
+        };
+        Self::from_words(len, word(0), word(8), word(16))
     }
 
     /// Whether the bytes are stored inline (no heap allocation). Every byte string of at
@@ -141,7 +225,7 @@ impl Bytes {
     /// ```
     #[inline]
     pub fn is_inline(&self) -> bool {
-        matches!(self.0, Repr::Inline { .. })
+        (self.tag() as i64) >= 0
     }
 
     /// The bytes as a slice (what `Deref` returns).
@@ -152,9 +236,25 @@ impl Bytes {
     /// ```
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Inline { len, buf } => &buf[..*len as usize],
-            Repr::Heap(b) => b,
+        let tag = self.tag();
+        if (tag as i64) >= 0 {
+            // SAFETY: an inline `Bytes` holds its bytes in its first 22 bytes (`data` as
+            // words in memory order, then the tag's low 6 bytes in little-endian order,
+            // which is memory order) and its length, at most 22, in the tag: the slice lies
+            // inside `self`, which it borrows.
+            unsafe {
+                std::slice::from_raw_parts(
+                    (self as *const Bytes).cast::<u8>(),
+                    (tag >> 48) as u8 as usize,
+                )
+            }
+        } else {
+            // SAFETY: a heap `Bytes` holds the parts of the `Box<[u8]>` it owns (`from_box`),
+            // alive while `self` is, and never changed.
+            unsafe {
+                let h = self.data.heap;
+                std::slice::from_raw_parts(h.ptr, h.len)
+            }
         }
     }
 
@@ -171,9 +271,45 @@ impl Bytes {
     /// ```
     #[inline]
     pub fn into_vec(self) -> Vec<u8> {
-        match self.0 {
-            Repr::Inline { len, buf } => buf[..len as usize].to_vec(),
-            Repr::Heap(b) => b.into_vec(),
+        if self.is_inline() {
+            return self.as_slice().to_vec();
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: a heap `Bytes` owns the box whose parts it holds (`from_box`); `this` is
+        // not dropped, so the box is rebuilt once.
+        unsafe {
+            let h = this.data.heap;
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(h.ptr, h.len)).into_vec()
+        }
+    }
+}
+
+impl Drop for Bytes {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.is_inline() {
+            // SAFETY: a heap `Bytes` owns the box whose parts it holds (`from_box`), and
+            // this is its only drop.
+            unsafe {
+                let h = self.data.heap;
+                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    h.ptr, h.len,
+                )));
+            }
+        }
+    }
+}
+
+impl Clone for Bytes {
+    #[inline]
+    fn clone(&self) -> Self {
+        if self.is_inline() {
+            Bytes {
+                data: self.data,
+                tag: self.tag,
+            }
+        } else {
+            Self::from_box(Box::from(self.as_slice()))
         }
     }
 }
@@ -344,7 +480,7 @@ impl From<Vec<u8>> for Bytes {
         if bytes.len() <= Self::INLINE_CAPACITY {
             Self::copy_from_slice(&bytes)
         } else {
-            Bytes(Repr::Heap(bytes.into_boxed_slice()))
+            Self::from_box(bytes.into_boxed_slice())
         }
     }
 }

@@ -107,11 +107,15 @@ const SHORT_KEY_ROOM: usize = 4 + 64;
 /// 20 bytes after the prefix) takes one 16-byte move; a longer one is copied exactly.
 const REST_BLOCK: usize = 16;
 
+/// The bytes [`LeafCopy::copy_short`] reads of an inline value: three words, the last of
+/// which holds the value's bytes 16..22 and two bytes past them (see `Bytes::from_words`).
+const VALUE_READ: usize = 24;
+
 /// The bytes [`LeafCopy::copy_short`] reads from an entry's offset on, with no check but
 /// that the offset lies inside the copy: the length header (at most 2 bytes), the rest's
-/// block (at most `2 + REST_BLOCK` bytes in) and the value's inline block (its start at
-/// most `2 + 18`, the longest rest of a key that fits inline, bytes in).
-const ENTRY_READ: usize = 2 + 18 + Bytes::INLINE_CAPACITY;
+/// block (at most `2 + REST_BLOCK` bytes in) and the value's words (their start at most
+/// `2 + 18`, the longest rest of a key that fits inline, bytes in).
+const ENTRY_READ: usize = 2 + 18 + VALUE_READ;
 
 /// The bytes a copy's buffer holds past the copy (zeros or a previous user's bytes, never
 /// read as part of an entry): room for an [`ENTRY_READ`] from any offset inside the copy.
@@ -127,6 +131,16 @@ fn copy_exact(dst: &mut [u8], at: usize, src: &[u8], off: usize, len: usize) -> 
     Some(())
 }
 
+/// The eight bytes at `p` as a little-endian number.
+///
+/// # Safety
+/// `p..p + 8` lies inside one allocation and is initialised.
+#[inline(always)]
+unsafe fn le_word(p: *const u8) -> u64 {
+    // SAFETY: the caller's contract; an unaligned read of plain bytes.
+    u64::from_le_bytes(unsafe { std::ptr::read_unaligned(p as *const [u8; 8]) })
+}
+
 /// Whether [`LeafCopy::block_entry`] builds an entry of `shape` in a copy whose prefix is
 /// `plen` bytes with its fixed-size moves alone: the rest fits the block, the head and
 /// block fit the template after the prefix, and the block and the value's inline block
@@ -136,7 +150,7 @@ fn block_ready(plen: usize, shape: &Shape) -> bool {
     shape.value_at - shape.rest_at <= REST_BLOCK
         && plen + 4 + REST_BLOCK <= TEMPLATE
         && shape.rest_at <= 2
-        && shape.value_at <= ENTRY_READ - Bytes::INLINE_CAPACITY
+        && shape.value_at <= ENTRY_READ - VALUE_READ
 }
 
 impl Drop for LeafCopy {
@@ -509,11 +523,13 @@ impl LeafCopy {
         ))
     }
 
-    /// The entry at `off` with head `head` and shape `shape`, built with fixed-size moves:
-    /// the key in a copy of the template (the prefix, then zeros) with the four head bytes
-    /// after the prefix and the rest as the block that starts where it starts (which may
-    /// copy bytes past the key's end, not part of the `Bytes`), the value as the inline
-    /// block at its start.
+    /// The entry at `off` with head `head` and shape `shape`, built in registers as the
+    /// words of its two [`Bytes`] (`Bytes::from_words`): the key from the template's prefix
+    /// words with the suffix (the four head bytes, then the rest's 16-byte block, which may
+    /// hold bytes past the key's end that are not part of it) shifted in after the prefix,
+    /// the value from three words read at its start. Built in memory and read back as a
+    /// whole, the key and both `Bytes` made the range wait for stores to reach the cache
+    /// (`bench/results/range-stalls-s61.txt`).
     ///
     /// # Safety
     /// `off` is below the copy's size; `shape` is a short entry's of this copy with key and
@@ -528,25 +544,53 @@ impl LeafCopy {
         plen: usize,
         shape: Shape,
     ) -> (Bytes, Bytes) {
-        const CAP: usize = Bytes::INLINE_CAPACITY;
-        let mut k = self.template.bytes;
-        let at = plen + 4;
-        // SAFETY: `block_ready` (the caller's contract): `at + REST_BLOCK <= TEMPLATE`, so
-        // the head (`plen..at`) and the block lie inside `k`, a local; `rest_at <= 2` and
-        // `value_at <= ENTRY_READ - CAP`, so the block (`rest_at + REST_BLOCK <= 18`) and
-        // the value's block end within `ENTRY_READ` bytes of `off`, which is below the
+        // SAFETY: `block_ready` (the caller's contract): `rest_at <= 2` and `value_at <=
+        // ENTRY_READ - VALUE_READ`, so the rest's block (`rest_at + REST_BLOCK <= 18`) and
+        // the value's words end within `ENTRY_READ` bytes of `off`, which is below the
         // copy's size: inside the buffer, which holds `PAD >= ENTRY_READ` bytes more. The
-        // copy's own bytes, which nothing writes while `&self` is borrowed.
-        unsafe {
+        // copy's own bytes, which nothing writes while `&self` is borrowed. The template's
+        // first 24 bytes lie inside its `TEMPLATE >= 24` bytes.
+        let (r0, r1, v0, v1, v2, t) = unsafe {
             let w = base.add(off);
-            let kp = k.as_mut_ptr();
-            std::ptr::write_unaligned(kp.add(plen) as *mut [u8; 4], head.to_be_bytes());
-            std::ptr::copy_nonoverlapping(w.add(shape.rest_at), kp.add(at), REST_BLOCK);
-            let vb = std::ptr::read_unaligned(w.add(shape.value_at) as *const [u8; CAP]);
-            let kb = std::ptr::read_unaligned(kp as *const [u8; CAP]);
+            let t = self.template.bytes.as_ptr();
             (
-                Bytes::from_inline(shape.key_len, kb),
-                Bytes::from_inline(shape.value_len, vb),
+                le_word(w.add(shape.rest_at)),
+                le_word(w.add(shape.rest_at + 8)),
+                le_word(w.add(shape.value_at)),
+                le_word(w.add(shape.value_at + 8)),
+                le_word(w.add(shape.value_at + 16)),
+                [le_word(t), le_word(t.add(8)), le_word(t.add(16))],
+            )
+        };
+        // The suffix's 20 bytes as little-endian words: the head (big-endian in the slot),
+        // then the rest.
+        let s0 = u64::from(head.swap_bytes()) | r0 << 32;
+        let k = if shape.key_len <= 8 && plen < 8 {
+            // A key of one word (integer keys): the suffix after the prefix's bytes.
+            [t[0] | s0 << (8 * plen), 0, 0]
+        } else {
+            let s = [s0, r0 >> 32 | r1 << 32, r1 >> 32];
+            // Shifted to byte `plen % 8` of a word, then by `plen / 8` words (`plen <= 22`,
+            // the caller's contract through `block_ready`; the prefix's bytes of `t`, zero
+            // after).
+            let sh = 8 * (plen % 8) as u32;
+            let carry = |x: u64| (x >> 1) >> (63 - sh);
+            let u = [
+                s[0] << sh,
+                s[1] << sh | carry(s[0]),
+                s[2] << sh | carry(s[1]),
+            ];
+            match plen / 8 {
+                0 => [t[0] | u[0], t[1] | u[1], t[2] | u[2]],
+                1 => [t[0], t[1] | u[0], t[2] | u[1]],
+                _ => [t[0], t[1], t[2] | u[0]],
+            }
+        };
+        // SAFETY: both lengths are at most `Bytes::INLINE_CAPACITY` (the caller's contract).
+        unsafe {
+            (
+                Bytes::from_words_unchecked(shape.key_len, k[0], k[1], k[2]),
+                Bytes::from_words_unchecked(shape.value_len, v0, v1, v2),
             )
         }
     }

@@ -418,15 +418,19 @@ fn leaf_copy_reads_and_walks_every_entry() {
 
 /// A range's per-entry step (`copy_short`) hands out exactly the entries whose key and value
 /// fit inline in a `Bytes`, each as `read` reads it, for every prefix length around the
-/// inline capacity, suffixes of every length up to past it (both short length headers and
-/// the exact copy of a rest longer than its block), values around the inline capacity, and
-/// entries at the very end of the page (read through the copy's padding).
+/// inline capacity and around each word of the key's three (its suffix is shifted into
+/// words by the prefix length: `block_entry`), suffixes of every length up to past it (both
+/// short length headers and the exact copy of a rest longer than its block), values around
+/// the inline capacity, and entries at the very end of the page (read through the copy's
+/// padding).
 #[test]
 fn leaf_copy_short_entries_match_read() {
     use std::ops::ControlFlow;
     const CAP: usize = crate::Bytes::INLINE_CAPACITY;
     assert!(LeafCopy::default().copy_short(0).is_none());
-    for plen in [0usize, 1, 2, 5, 18, 21, 22, 23, 30] {
+    for plen in [
+        0usize, 1, 2, 4, 5, 7, 8, 9, 12, 15, 16, 17, 18, 21, 22, 23, 30,
+    ] {
         for vlen in [0usize, 7, 15, 16, 21, 22, 23, 40] {
             let prefix = vec![b'p'; plen];
             let mut upper = prefix.clone();
