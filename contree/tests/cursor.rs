@@ -446,10 +446,11 @@ fn ranges_copy_keys_of_every_inline_length() {
     assert!(back.iter().rev().eq(all.iter()));
 }
 
-/// Keys of up to 12 bytes behind shared prefixes of 0 to 9 bytes: the visitor scans write
-/// keys of up to 8 bytes under a leaf prefix under 8 as one word put together from the
-/// prefix, the head and the rest (one loop per prefix length), the others as head and rest
-/// behind the prefix; both directions against the oracle.
+/// Suffixes of up to 17 bytes behind shared prefixes of 0 to 9 bytes: the visitor scans
+/// write keys of up to 8 bytes under a leaf prefix under 8 as one word put together from the
+/// prefix, the head and the rest (one loop per prefix length), keys of 9 to 16 bytes as two
+/// such words, the others as head and rest behind the prefix; both directions against the
+/// oracle.
 #[test]
 fn scans_hand_out_short_keys_under_every_prefix_length() {
     let mut rng = StdRng::seed_from_u64(29);
@@ -459,7 +460,7 @@ fn scans_hand_out_short_keys_under_every_prefix_length() {
         let prefix: Vec<u8> = (0..p).map(|j| 0xA0 ^ j as u8).collect();
         for i in 0..1500usize {
             let mut k = prefix.clone();
-            k.extend((0..i % 13).map(|_| rng.gen::<u8>()));
+            k.extend((0..i % 18).map(|_| rng.gen::<u8>()));
             let v = (i as u64).to_le_bytes()[..i % 9].to_vec();
             tree.insert(&k, &v).unwrap();
             oracle.insert(k, v);
@@ -592,6 +593,93 @@ fn scans_see_every_change_of_entry_shape() {
                 all[..=start],
                 "page {page_size}, backward from {start}"
             );
+        }
+    }
+}
+
+/// Ranges, `keys` and `values` over runs of entries that fit inline in a `Bytes` and runs
+/// that do not (long keys, long values, both), walked forward, backward and from both ends
+/// at once: a range hands out short entries from its window and takes the cursor's move for
+/// the others, and after a long entry moves the cursor again at once (`Range::long`)
+/// until a short one reopens the window; everything matches the oracle.
+#[test]
+fn ranges_keys_and_values_over_runs_of_short_and_long_entries_match_the_oracle() {
+    let mut rng = StdRng::seed_from_u64(63);
+    let tree = small_pages();
+    let mut oracle = Oracle::new();
+    for i in 0..3000u32 {
+        // Runs of 1 to 40 entries of one kind.
+        let kind = (i / (1 + i % 40)) % 4;
+        let mut k = (i * 7919 % 100_003).to_be_bytes().to_vec();
+        if kind & 1 == 1 {
+            k.extend((0..20 + rng.gen_range(0..10)).map(|_| rng.gen::<u8>()));
+        }
+        let vlen = if kind & 2 == 2 {
+            23 + rng.gen_range(0..40)
+        } else {
+            rng.gen_range(0..=22)
+        };
+        let v: Vec<u8> = (0..vlen).map(|_| rng.gen()).collect();
+        tree.insert(&k, &v).unwrap();
+        oracle.insert(k, v);
+    }
+    let all: Vec<(Vec<u8>, Vec<u8>)> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let pairs = |it: &mut dyn Iterator<Item = (Bytes, Bytes)>| -> Vec<(Vec<u8>, Vec<u8>)> {
+        it.map(|(k, v)| (k.into_vec(), v.into_vec())).collect()
+    };
+    assert_eq!(pairs(&mut tree.iter()), all);
+    let mut back = pairs(&mut tree.iter().rev());
+    back.reverse();
+    assert_eq!(back, all);
+    let keys: Vec<Vec<u8>> = all.iter().map(|(k, _)| k.clone()).collect();
+    let values: Vec<Vec<u8>> = all.iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(tree.keys().map(Bytes::into_vec).collect::<Vec<_>>(), keys);
+    assert_eq!(
+        tree.values().map(Bytes::into_vec).collect::<Vec<_>>(),
+        values
+    );
+    let mut keys_back: Vec<Vec<u8>> = tree.keys().rev().map(Bytes::into_vec).collect();
+    keys_back.reverse();
+    assert_eq!(keys_back, keys);
+    let mut values_back: Vec<Vec<u8>> = tree.values().rev().map(Bytes::into_vec).collect();
+    values_back.reverse();
+    assert_eq!(values_back, values);
+    // Both ends at once, in random steps, and bounded ranges that start and end in runs.
+    for round in 0..20 {
+        let (lo, hi) = {
+            let a = rng.gen_range(0..all.len());
+            let b = rng.gen_range(a..all.len());
+            (a, b)
+        };
+        let range = &all[lo..=hi];
+        let mut it = tree.range(all[lo].0.clone()..=all[hi].0.clone());
+        let mut keys_it = tree.keys();
+        let (mut front, mut rear) = (0, range.len());
+        while front < rear {
+            if rng.gen_bool(0.5) {
+                let (k, v) = it.next().unwrap();
+                assert_eq!((&k[..], &v[..]), (&range[front].0[..], &range[front].1[..]));
+                front += 1;
+            } else {
+                rear -= 1;
+                let (k, v) = it.next_back().unwrap();
+                assert_eq!(
+                    (&k[..], &v[..]),
+                    (&range[rear].0[..], &range[rear].1[..]),
+                    "round {round}"
+                );
+            }
+        }
+        assert!(it.next().is_none() && it.next_back().is_none());
+        let (mut kf, mut kr) = (0, keys.len());
+        for _ in 0..200.min(keys.len()) {
+            if rng.gen_bool(0.5) {
+                assert_eq!(keys_it.next().unwrap(), keys[kf]);
+                kf += 1;
+            } else {
+                kr -= 1;
+                assert_eq!(keys_it.next_back().unwrap(), keys[kr]);
+            }
         }
     }
 }

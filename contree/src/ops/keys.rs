@@ -22,14 +22,16 @@ impl Iterator for Keys<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Bytes> {
-        self.0.next_with(|k, _| Bytes::copy_from_slice(k))
+        self.0
+            .next_half::<true, _>(|(k, _)| k, |k, _| Bytes::copy_from_slice(k))
     }
 }
 
 impl DoubleEndedIterator for Keys<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Bytes> {
-        self.0.next_back_with(|k, _| Bytes::copy_from_slice(k))
+        self.0
+            .next_half::<false, _>(|(k, _)| k, |k, _| Bytes::copy_from_slice(k))
     }
 }
 
@@ -40,14 +42,16 @@ impl Iterator for Values<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Bytes> {
-        self.0.next_with(|_, v| Bytes::copy_from_slice(v))
+        self.0
+            .next_half::<true, _>(|(_, v)| v, |_, v| Bytes::copy_from_slice(v))
     }
 }
 
 impl DoubleEndedIterator for Values<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Bytes> {
-        self.0.next_back_with(|_, v| Bytes::copy_from_slice(v))
+        self.0
+            .next_half::<false, _>(|(_, v)| v, |_, v| Bytes::copy_from_slice(v))
     }
 }
 

@@ -47,6 +47,11 @@ pub struct Range<'t> {
     /// The front cursor's window (see [`Window`]), and the back's.
     front_window: Window,
     back_window: Window,
+    /// The entry last handed out through a cursor's move had a key or value too long for
+    /// a `Bytes` to hold inline: the next step moves the cursor again at once, without
+    /// looking for a short entry in the copy or opening the window, which would only fail
+    /// on entries of the same sizes.
+    long: bool,
     finished: bool,
 }
 
@@ -160,6 +165,7 @@ impl<'t> Range<'t> {
             back_ahead: 0,
             front_window: Window::default(),
             back_window: Window::default(),
+            long: false,
             finished: false,
         }
     }
@@ -320,7 +326,7 @@ impl Range<'_> {
     /// The next entry from the front, passed to `copy` (which copies what the caller
     /// wants of it); `None` once the range is used up.
     #[inline]
-    pub(crate) fn next_with<T>(&mut self, copy: impl FnOnce(&[u8], &[u8]) -> T) -> Option<T> {
+    fn next_with<T>(&mut self, copy: impl FnOnce(&[u8], &[u8]) -> T) -> Option<T> {
         if self.finished {
             return None;
         }
@@ -343,7 +349,7 @@ impl Range<'_> {
 
     /// As [`next_with`](Self::next_with), from the back.
     #[inline]
-    pub(crate) fn next_back_with<T>(&mut self, copy: impl FnOnce(&[u8], &[u8]) -> T) -> Option<T> {
+    fn next_back_with<T>(&mut self, copy: impl FnOnce(&[u8], &[u8]) -> T) -> Option<T> {
         if self.finished {
             return None;
         }
@@ -364,21 +370,65 @@ impl Range<'_> {
         }
     }
 
-    /// [`Iterator::next`] (`FORWARD`) or `next_back` outside the window: the entry
-    /// after (before) the last one from the cursor's copy (`next_short`), or from the cursor's
-    /// move (which may enter a leaf: the window opens over it).
-    #[inline(never)]
-    fn next_general<const FORWARD: bool>(&mut self) -> Option<Entry> {
-        if let Some(entry) = self.next_short::<FORWARD>() {
-            return entry;
+    /// [`Iterator::next`] (`FORWARD`) or `next_back` of one half of each entry, for
+    /// [`Tree::keys`] and [`Tree::values`]: an entry from the window or the cursor's copy
+    /// (both halves short, built without an allocation) gives up the half `half` takes;
+    /// any other entry is copied by `copy`, which copies only that half (a long value is
+    /// never copied for a key). The window opens after a move as it does for a range.
+    #[inline(always)]
+    pub(crate) fn next_half<const FORWARD: bool, T>(
+        &mut self,
+        half: impl Fn(Entry) -> T,
+        copy: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Option<T> {
+        if let Some(entry) = self.window_next::<FORWARD>() {
+            return Some(half(entry));
         }
-        let entry = if FORWARD {
-            self.next_with(copy_entry)
-        } else {
-            self.next_back_with(copy_entry)
+        if self.long {
+            return self.next_moved::<FORWARD, T>(copy);
+        }
+        self.next_half_general::<FORWARD, T>(half, copy)
+    }
+
+    /// [`next_half`](Self::next_half) outside the window: the entry after (before) the
+    /// last one from the cursor's copy (`next_short`), or from the cursor's move (which may
+    /// enter a leaf: the window opens over it).
+    #[inline(never)]
+    fn next_half_general<const FORWARD: bool, T>(
+        &mut self,
+        half: impl Fn(Entry) -> T,
+        copy: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Option<T> {
+        if !self.long {
+            if let Some(entry) = self.next_short::<FORWARD>() {
+                return entry.map(half);
+            }
+        }
+        self.next_moved::<FORWARD, T>(copy)
+    }
+
+    /// The entry after (before) the last one from the cursor's move, copied by `copy`;
+    /// notes whether it was [`long`](Range::long), and if not opens the window.
+    #[inline]
+    fn next_moved<const FORWARD: bool, T>(
+        &mut self,
+        copy: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Option<T> {
+        let mut long = false;
+        let copy = |k: &[u8], v: &[u8]| {
+            long = k.len().max(v.len()) > Bytes::INLINE_CAPACITY;
+            copy(k, v)
         };
-        self.open_window::<FORWARD>();
-        entry
+        let out = if FORWARD {
+            self.next_with(copy)
+        } else {
+            self.next_back_with(copy)
+        };
+        self.long = long;
+        if !long {
+            self.open_window::<FORWARD>();
+        }
+        out
     }
 }
 
@@ -396,7 +446,7 @@ impl Iterator for Range<'_> {
     fn next(&mut self) -> Option<Entry> {
         match self.window_next::<true>() {
             Some(entry) => Some(entry),
-            None => self.next_general::<true>(),
+            None => self.next_half_general::<true, _>(|e| e, copy_entry),
         }
     }
 }
@@ -406,7 +456,7 @@ impl DoubleEndedIterator for Range<'_> {
     fn next_back(&mut self) -> Option<Entry> {
         match self.window_next::<false>() {
             Some(entry) => Some(entry),
-            None => self.next_general::<false>(),
+            None => self.next_half_general::<false, _>(|e| e, copy_entry),
         }
     }
 }

@@ -190,11 +190,14 @@ impl LeafCopy {
             // `off <= limit` for an entry of the shape it checked): inside the buffer, which
             // holds `PAD >= 7` bytes more. `key` is a separate allocation. Afterwards
             // `key[..shape.key_len]` is initialised (prefix, head, rest).
-            // SAFETY (the key's word): with `P < 8` and a key of at most 8 bytes, 8 bytes
+            // SAFETY (the key's words): with `P < 8` and a key of at most 8 bytes, 8 bytes
             // are written at offset 0 of `key` instead (inside its room: `SHORT_KEY_ROOM >=
             // 8`) and 4 bytes read at the rest's start (inside the 8 read otherwise); the
             // word holds the prefix, the head and the rest, so `key[..shape.key_len]` is the
-            // same key.
+            // same key. With a key of 9 to 16 bytes, 16 bytes are written at offset 0
+            // (`SHORT_KEY_ROOM >= 16`) and 12 read at the rest's start: they end at most 12
+            // bytes past the rest's start, itself at most the value's offset, inside the
+            // copy: inside the buffer, which holds `PAD >= 12` bytes more.
             let (kb, v) = unsafe {
                 let src = base.add(rest_off);
                 if P < NO_WORD && shape.key_len <= 8 {
@@ -203,6 +206,24 @@ impl LeafCopy {
                         u64::from(u32::from_le_bytes(head.to_be_bytes())) | u64::from(rest) << 32;
                     let word = prefix_word | suffix << (8 * (P % NO_WORD));
                     std::ptr::write_unaligned(k as *mut [u8; 8], word.to_le_bytes());
+                } else if P < NO_WORD && shape.key_len <= 16 {
+                    // Two words: the suffix's 16 bytes (the head, then 12 bytes of the rest,
+                    // of which at most `16 - P - 4` are the key's) shifted by the constant.
+                    let r0 = u64::from_le_bytes(std::ptr::read_unaligned(src as *const [u8; 8]));
+                    let r1 =
+                        u32::from_le_bytes(std::ptr::read_unaligned(src.add(8) as *const [u8; 4]));
+                    let s0 = u64::from(u32::from_le_bytes(head.to_be_bytes())) | r0 << 32;
+                    let s1 = r0 >> 32 | u64::from(r1) << 32;
+                    let sh = 8 * (P % NO_WORD);
+                    let carry = if sh == 0 { 0 } else { s0 >> ((64 - sh) % 64) };
+                    std::ptr::write_unaligned(
+                        k as *mut [u8; 8],
+                        (prefix_word | s0 << sh).to_le_bytes(),
+                    );
+                    std::ptr::write_unaligned(
+                        k.add(8) as *mut [u8; 8],
+                        (carry | s1 << sh).to_le_bytes(),
+                    );
                 } else {
                     std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head.to_be_bytes());
                     let dst = k.add(plen + 4);
