@@ -63,7 +63,7 @@ use std::ops::Deref;
 pub struct Bytes {
     /// Inline: bytes 0..16. Heap: the boxed slice's pointer and length.
     data: Data,
-    /// Bytes 16..24, read as a little-endian word ([`Tag`]): inline, bytes 16..22 in its low
+    /// Bytes 16..24, read as a little-endian word (`Bytes::tag`): inline, bytes 16..22 in its low
     /// 48 bits, the length in bits 48..56 and [`INLINE`] in the top byte; on the heap,
     /// [`HEAP`] in the top byte. Never zero (the top byte is not), so that `Option<Bytes>`
     /// is 24 bytes too.
@@ -171,7 +171,7 @@ impl Bytes {
         }
     }
 
-    /// The tag as a little-endian number (see [`Bytes::tag`]).
+    /// The `tag` field as a little-endian number (its layout is in the field's doc).
     #[inline(always)]
     fn tag(&self) -> u64 {
         u64::from_le(self.tag.get())
