@@ -192,7 +192,9 @@ impl Bytes {
     #[inline]
     pub fn copy_from_slice(bytes: &[u8]) -> Self {
         if bytes.len() <= Self::INLINE_CAPACITY {
-            Self::from_inline(bytes.len(), inline_copy(bytes))
+            let (w0, w1, w2) = inline_words(bytes);
+            // SAFETY: `bytes.len() <= INLINE_CAPACITY`.
+            unsafe { Self::from_words_unchecked(bytes.len(), w0, w1, w2) }
         } else {
             Self::from_box(Box::from(bytes))
         }
@@ -314,29 +316,43 @@ impl Clone for Bytes {
     }
 }
 
-/// `bytes` (at most [`Bytes::INLINE_CAPACITY`] long) at the front of a zeroed array. Two
-/// fixed-size copies that may overlap instead of one of variable length: the range hands out
-/// two of these per entry, and a variable-length copy is a call of `memcpy`.
+/// `bytes` (at most [`Bytes::INLINE_CAPACITY`] long) as the three words of an inline
+/// [`Bytes`] (see `Bytes::from_words`), read with loads of fixed sizes that may overlap and
+/// put together in registers: a copy of variable length would be a call of `memcpy`, and
+/// an array written in pieces and read back as words waits for the pieces to reach the
+/// cache (the range hands out two of these per entry on its general path).
 #[inline]
-fn inline_copy(bytes: &[u8]) -> [u8; Bytes::INLINE_CAPACITY] {
-    let mut buf = [0; Bytes::INLINE_CAPACITY];
-    let n = bytes.len();
-    if n > 16 {
-        buf[..16].copy_from_slice(&bytes[..16]);
-        buf[n - 8..n].copy_from_slice(&bytes[n - 8..]);
-    } else if n >= 8 {
-        buf[..8].copy_from_slice(&bytes[..8]);
-        buf[n - 8..n].copy_from_slice(&bytes[n - 8..]);
-    } else if n >= 4 {
-        buf[..4].copy_from_slice(&bytes[..4]);
-        buf[n - 4..n].copy_from_slice(&bytes[n - 4..]);
-    } else if n >= 2 {
-        buf[..2].copy_from_slice(&bytes[..2]);
-        buf[n - 2..n].copy_from_slice(&bytes[n - 2..]);
-    } else if n == 1 {
-        buf[0] = bytes[0];
+fn inline_words(bytes: &[u8]) -> (u64, u64, u64) {
+    fn le<const N: usize>(b: &[u8], at: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w[..N].copy_from_slice(&b[at..at + N]);
+        u64::from_le_bytes(w)
     }
-    buf
+    let n = bytes.len();
+    if n >= 16 {
+        // Bytes 16..n: the last word shifted down past the bytes before 16 (`n - 8 >= 8`).
+        let tail = (le::<8>(bytes, n - 8) >> 8) >> (8 * (23 - n));
+        (le::<8>(bytes, 0), le::<8>(bytes, 8), tail)
+    } else if n >= 8 {
+        let mid = (le::<8>(bytes, n - 8) >> 8) >> (8 * (15 - n));
+        (le::<8>(bytes, 0), mid, 0)
+    } else if n >= 4 {
+        (
+            le::<4>(bytes, 0) | le::<4>(bytes, n - 4) << (8 * (n - 4)),
+            0,
+            0,
+        )
+    } else if n >= 2 {
+        (
+            le::<2>(bytes, 0) | le::<2>(bytes, n - 2) << (8 * (n - 2)),
+            0,
+            0,
+        )
+    } else if n == 1 {
+        (u64::from(bytes[0]), 0, 0)
+    } else {
+        (0, 0, 0)
+    }
 }
 
 impl Default for Bytes {
