@@ -114,7 +114,8 @@ impl Bytes {
     /// ```
     #[inline]
     pub const fn new() -> Self {
-        Self::from_words(0, 0, 0, 0)
+        // SAFETY: a length of 0.
+        unsafe { Self::from_words_unchecked(0, 0, 0, 0) }
     }
 
     /// An inline byte string of `len` bytes (at most [`INLINE_CAPACITY`](Self::INLINE_CAPACITY))
@@ -125,18 +126,6 @@ impl Bytes {
     /// in registers, so that the moves of the result read whole words that were stored
     /// whole (a `Bytes` stored as a tag byte, a length byte and 22 bytes made its moves wait
     /// for the stores to reach the cache: `bench/results/range-stalls-s61.txt`).
-    #[inline(always)]
-    pub(crate) const fn from_words(len: usize, w0: u64, w1: u64, w2: u64) -> Self {
-        let len = if len > Self::INLINE_CAPACITY {
-            Self::INLINE_CAPACITY
-        } else {
-            len
-        };
-        // SAFETY: `len <= INLINE_CAPACITY`.
-        unsafe { Self::from_words_unchecked(len, w0, w1, w2) }
-    }
-
-    /// [`from_words`](Self::from_words) without its bound on `len`.
     ///
     /// # Safety
     /// `len <= INLINE_CAPACITY` (`as_slice` hands out the first `len` bytes of the value).
@@ -198,21 +187,6 @@ impl Bytes {
         } else {
             Self::from_box(Box::from(bytes))
         }
-    }
-
-    /// The first `len` bytes of `buf` (`len <= INLINE_CAPACITY`), stored inline. The bytes
-    /// after `len` are never read (every method goes through [`as_slice`](Self::as_slice)),
-    /// so they need not be zero.
-    #[inline]
-    pub(crate) fn from_inline(len: usize, buf: [u8; Self::INLINE_CAPACITY]) -> Self {
-        debug_assert!(len <= Self::INLINE_CAPACITY);
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            let n = (Self::INLINE_CAPACITY - at).min(8);
-            w[..n].copy_from_slice(&buf[at..at + n]);
-            u64::from_le_bytes(w)
-        };
-        Self::from_words(len, word(0), word(8), word(16))
     }
 
     /// Whether the bytes are stored inline (no heap allocation). Every byte string of at

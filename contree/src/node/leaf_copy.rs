@@ -108,7 +108,7 @@ const SHORT_KEY_ROOM: usize = 4 + 64;
 const REST_BLOCK: usize = 16;
 
 /// The bytes [`LeafCopy::copy_short`] reads of an inline value: three words, the last of
-/// which holds the value's bytes 16..22 and two bytes past them (see `Bytes::from_words`).
+/// which holds the value's bytes 16..22 and two bytes past them (see `Bytes::from_words_unchecked`).
 const VALUE_READ: usize = 24;
 
 /// The bytes [`LeafCopy::copy_short`] reads from an entry's offset on, with no check but
@@ -515,16 +515,14 @@ impl LeafCopy {
         k.get_mut(plen..plen + 4)?
             .copy_from_slice(&head.to_be_bytes());
         copy_exact(&mut k, plen + 4, w, rest_at, value_at - rest_at)?;
-        let vb: [u8; CAP] = w.get(value_at..value_at + CAP)?.try_into().ok()?;
-        let kb: [u8; CAP] = k[..CAP].try_into().ok()?;
         Some((
-            Bytes::from_inline(shape.key_len, kb),
-            Bytes::from_inline(shape.value_len, vb),
+            Bytes::copy_from_slice(k.get(..shape.key_len)?),
+            Bytes::copy_from_slice(w.get(value_at..value_at + shape.value_len)?),
         ))
     }
 
     /// The entry at `off` with head `head` and shape `shape`, built in registers as the
-    /// words of its two [`Bytes`] (`Bytes::from_words`): the key from the template's prefix
+    /// words of its two [`Bytes`] (`Bytes::from_words_unchecked`): the key from the template's prefix
     /// words with the suffix (the four head bytes, then the rest's 16-byte block, which may
     /// hold bytes past the key's end that are not part of it) shifted in after the prefix,
     /// the value from three words read at its start. Built in memory and read back as a

@@ -1,7 +1,7 @@
 //! The visitor scans' walk over a leaf copy ([`LeafCopy::walk`]): the general step, and the
 //! lean loop over short entries with its key word (`walk_short`).
 
-use super::{LeafCopy, Place, SHORT_KEY_ROOM};
+use super::{le_word, LeafCopy, Place, SHORT_KEY_ROOM};
 use crate::node::long_key_len;
 use crate::node::short_form::{read_slot, Memo};
 use crate::page::Directory;
@@ -209,7 +209,7 @@ impl LeafCopy {
                 } else if P < NO_WORD && shape.key_len <= 16 {
                     // Two words: the suffix's 16 bytes (the head, then 12 bytes of the rest,
                     // of which at most `16 - P - 4` are the key's) shifted by the constant.
-                    let r0 = u64::from_le_bytes(std::ptr::read_unaligned(src as *const [u8; 8]));
+                    let r0 = le_word(src);
                     let r1 =
                         u32::from_le_bytes(std::ptr::read_unaligned(src.add(8) as *const [u8; 4]));
                     let s0 = u64::from(u32::from_le_bytes(head.to_be_bytes())) | r0 << 32;
