@@ -177,7 +177,7 @@ impl Replica {
             let pos = node.point_search(key, core.directory())?.0;
             let child = node.child(pos)?;
             if level == 1 {
-                let (leaf, leaf_guard) = core.step_to_leaf(child, &guard)?;
+                let (leaf, leaf_guard) = core.step_to_leaf(child, &guard, true)?;
                 return Ok((leaf, leaf_guard, inner, child));
             }
             let (next, latch) = self.shadow.page(child)?;
@@ -190,7 +190,7 @@ impl Replica {
             if level == TABLE_LEVEL {
                 // A partition root: any height, or a leaf (its copy is a marker of level 0).
                 if next_level == 0 {
-                    let (leaf, leaf_guard) = core.step_to_leaf(child, &next_guard)?;
+                    let (leaf, leaf_guard) = core.step_to_leaf(child, &next_guard, true)?;
                     return Ok((leaf, leaf_guard, inner + 1, child));
                 }
             }
