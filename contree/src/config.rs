@@ -118,7 +118,10 @@ pub struct Config {
     /// a virtual machine; see `docs/design.md`). It opens no segment ahead: a tree holds the
     /// same memory as without. Counted in
     /// [`Stats::pages_prefaulted`](crate::Stats::pages_prefaulted). No effect without the
-    /// space manager, elsewhere than Linux or under NUMA page placement. Default on.
+    /// space manager, elsewhere than Linux or under NUMA page placement. Default off: on a
+    /// machine with no CPU to spare for the manager's thread it costs more than it saves
+    /// (8 threads appending on 2 CPUs ran 15-33% slower with it, one writer within 1%;
+    /// `docs/design.md`). Worth turning on where writers leave cores idle.
     pub prefault: bool,
     /// The blob heap: out-of-line bytes shorter than a page (values longer than
     /// [`max_inline_value_len`](Self::max_inline_value_len), the rests of keys longer than
@@ -356,7 +359,7 @@ impl Default for Config {
             space_manager_share: 0.02,
             return_memory: true,
             huge_pages: true,
-            prefault: true,
+            prefault: false,
             blob_heap: true,
             combining: true,
             split_gate: true,

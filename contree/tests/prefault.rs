@@ -1,8 +1,8 @@
 //! Fresh pages faulted in ahead (`Config::prefault`): while a tree grows, the space
 //! manager's thread faults in the rest of the segment its writers take fresh pages from
 //! (`Stats::pages_prefaulted`), the tree's contents stay right, and no segment opens
-//! ahead of use (`contree::mapped_bytes` is what the same load maps without it). Off with
-//! the switch or without the space manager.
+//! ahead of use (`contree::mapped_bytes` is what the same load maps without it). Off by
+//! default (`Config::prefault`) and without the space manager.
 //!
 //! One test function: `mapped_bytes` is process-wide, so nothing else may run beside it.
 
@@ -59,13 +59,11 @@ fn populate_supported() -> bool {
 fn a_growing_tree_gets_its_fresh_pages_faulted_in_ahead() {
     let expected = cfg!(all(target_os = "linux", not(miri))) && populate_supported();
 
-    // Off: with the switch off, and without the space manager (no thread to do it).
+    // Off: by default, and without the space manager (no thread to do it).
     for config in [
+        Config::default(),
         Config {
-            prefault: false,
-            ..Config::default()
-        },
-        Config {
+            prefault: true,
             space_manager: false,
             ..Config::default()
         },
@@ -92,9 +90,13 @@ fn a_growing_tree_gets_its_fresh_pages_faulted_in_ahead() {
     };
     assert_eq!(mapped(true), mapped(false));
 
-    // On (the default): a tree that keeps growing gets pages faulted in ahead, and its
-    // contents stay right.
-    let tree = Tree::new();
+    // On: a tree that keeps growing gets pages faulted in ahead, and its contents stay
+    // right.
+    let tree = Tree::with_config(Config {
+        prefault: true,
+        ..Config::default()
+    })
+    .unwrap();
     let mut oracle = BTreeMap::new();
     let mut seed = 3;
     let deadline = Instant::now() + Duration::from_secs(60);

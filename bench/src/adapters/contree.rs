@@ -174,9 +174,9 @@ pub const VARIANTS: &[Variant] = &[
         |shape| build_changed(shape, |c| c.huge_pages = false),
     ),
     (
-        "contree-noprefault",
-        "contree with fresh pages faulted in by their writers, not ahead (prefault = false)",
-        |shape| build_changed(shape, |c| c.prefault = false),
+        "contree-prefault",
+        "contree with fresh pages faulted in ahead by the space manager (prefault = true)",
+        |shape| build_changed(shape, |c| c.prefault = true),
     ),
 ];
 

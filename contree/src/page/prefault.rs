@@ -20,6 +20,16 @@
 //! raised `compare`'s bytes per entry from 22.4 to 23.3). Small segments (a pool's first
 //! 124 KiB) are never asked for.
 //!
+//! **Off by default** (since session 64). On the Intel VM of that session, 8 threads
+//! appending on 2 CPUs ran 15-33% slower with it (3 * 10^6 appends: 8.3 against 10.6 Mops/s,
+//! medians of five alternating runs) while one writer's appends and loads moved under 1-3%.
+//! The writers' own kernel time was the same with and without; what grew was their user
+//! time, spinning on the rightmost leaf's latch: the manager's populate calls (about 40-70 us
+//! per segment, each woken look about a millisecond apart) take a CPU that a latch holder
+//! needed. A look that does not populate cost nothing measurable, and neither waiting less
+//! for the pool's mutex nor populating one page per call removed the loss
+//! (`bench/results/prefault-busy-s64.txt`).
+//!
 //! **Where not.** Where segments do not come from `mmap` (outside Linux, under Miri), under
 //! NUMA placement (a segment belongs to the node of the thread that opens it), and without
 //! the space manager (no thread to do it).
