@@ -39,10 +39,17 @@ use std::cell::UnsafeCell;
 /// Queues per tree; a latch's queue is picked by its address.
 const SLOTS: usize = 16;
 
-/// Rounds of the exponential spin (`2^round` spin hints each, 255 in all) an appending
-/// writer waits on the rightmost leaf's latch before it hands its append over; other writers
-/// spin `sync::latch::SPIN_ROUNDS` (6: 63 hints). See [`Combining::hand_over`].
-const APPEND_SPIN_ROUNDS: u32 = 8;
+/// Rounds of the exponential spin (`2^round` spin hints after each look at the latch) an
+/// appending writer waits on the rightmost leaf's latch before it hands its append over:
+/// rounds 3 to 10, 8 looks 8 to 1,024 hints apart (2,040 hints in all). Other writers spin
+/// rounds `0..sync::latch::SPIN_ROUNDS` (6 looks, 63 hints). See [`Combining::hand_over`].
+///
+/// Starting at round 3: every look pulls the latch's line from the holder, whose release
+/// (a locked add) then waits for it, and at 2 appending writers 43% of `insert`'s samples
+/// sat on that release. With the first look 8 hints in, `seq-insert` at 2 writers went from
+/// 0.76-1.02x bbtree to 0.86-1.17x (five alternating pairs of runs) and at 8 writers from
+/// 1.01-1.16x to 1.09-1.42x (`bench/results/append-spin-s64.txt`).
+const APPEND_SPIN: std::ops::Range<u32> = 3..11;
 
 /// Rounds of taking and applying requests that one holder serves before it releases the
 /// latch: requests published while it applied one batch are served in the next round.
@@ -273,7 +280,8 @@ impl Combining {
     /// mode do not combine), or combining is off.
     ///
     /// `append`: the writer waits for the rightmost leaf's latch to append. It spins longer
-    /// first ([`APPEND_SPIN_ROUNDS`]): a holder's append is short, and the leaf's lines move
+    /// first, and looks at the latch less often ([`APPEND_SPIN`]): a holder's append is
+    /// short, and the leaf's lines move
     /// to the next writer whether it appends itself or the holder appends for it, while a
     /// hand-over costs the queue's mutex and the wait for the outcome. Other writers (an
     /// update of a hot leaf) gain from being applied by the holder, which a longer spin
@@ -284,9 +292,9 @@ impl Combining {
             return false;
         };
         let rounds = if append {
-            APPEND_SPIN_ROUNDS
+            APPEND_SPIN
         } else {
-            crate::sync::latch::SPIN_ROUNDS
+            0..crate::sync::latch::SPIN_ROUNDS
         };
         if !latch.spin_while_exclusive(rounds) {
             // Released (or only read-latched) within a short spin: the writer takes it.

@@ -333,13 +333,13 @@ impl HybridLatch {
         fence(Ordering::Acquire);
     }
 
-    /// Spins briefly (`rounds` rounds of the exponential spin; the spin phase of a wait is
-    /// [`SPIN_ROUNDS`]) while a writer holds the latch; returns whether one still holds it,
-    /// i.e. the holder takes long (leaf combining hands an operation over only then: a
-    /// holder that is about to release serves nobody better than a waiter that takes the
-    /// latch itself).
-    pub(crate) fn spin_while_exclusive(&self, rounds: u32) -> bool {
-        for round in 0..rounds {
+    /// Spins briefly (the `rounds` of the exponential spin, `2^round` spin hints after each
+    /// look at the latch; the spin phase of a wait is rounds `0..`[`SPIN_ROUNDS`]) while a
+    /// writer holds the latch; returns whether one still holds it, i.e. the holder takes
+    /// long (leaf combining hands an operation over only then: a holder that is about to
+    /// release serves nobody better than a waiter that takes the latch itself).
+    pub(crate) fn spin_while_exclusive(&self, rounds: std::ops::Range<u32>) -> bool {
+        for round in rounds {
             if self.state.load(Ordering::Relaxed) & EXCLUSIVE == 0 {
                 return false;
             }
