@@ -114,9 +114,9 @@ pub struct Config {
     /// the pages of the segment (32 pages) that writers take fresh pages from before they
     /// reach them, with one system call per few pages (Linux:
     /// `madvise(MADV_POPULATE_WRITE)`), so that a split takes a page that is already there
-    /// instead of paying a page fault under its leaf's latch (2.4 to 3 us per fresh page on
-    /// a virtual machine; see `docs/design.md`). It opens no segment ahead: a tree holds the
-    /// same memory as without. Counted in
+    /// instead of paying a page fault while it holds the node's split gate (2.4 to 3 us per
+    /// fresh page on a virtual machine; see `docs/design.md`). It opens no segment ahead: a
+    /// tree holds the same memory as without. Counted in
     /// [`Stats::pages_prefaulted`](crate::Stats::pages_prefaulted). No effect without the
     /// space manager, elsewhere than Linux or under NUMA page placement. Default off: on a
     /// machine with no CPU to spare for the manager's thread it costs more than it saves

@@ -25,7 +25,7 @@ pub(crate) trait KeepParent<'t> {
     /// reads do (their search's probes and the entry it ends at load together); cursors do
     /// not, since they copy the leaf's used bytes at once (`LeafCopy::load`), which loads
     /// those lines anyway and skips the free gap between slots and heap: 100-entry scans
-    /// took 0.97-0.98x the time without the prefetch, 0.99-1.02x out of cache
+    /// took 0.97-0.98x the time without the prefetch, 0.92-1.02x out of cache
     /// (`bench/results/cursor-prefetch-s64.txt`).
     const WHOLE_LEAF: bool;
     fn keep(&mut self, node: Node, guard: OptimisticGuard<'t>, pos: usize);
