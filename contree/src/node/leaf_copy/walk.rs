@@ -147,8 +147,6 @@ impl LeafCopy {
         let k = key.as_mut_ptr();
         let mut i = from;
         let mut klen = None;
-        // The last length header decoded, reused while the entries after it have the same.
-        let mut memo = Memo::default();
         // The prefix as the low bytes of a little-endian word (byte `j` of the key is byte
         // `j` of the word).
         let prefix_word = if P < NO_WORD {
@@ -160,91 +158,106 @@ impl LeafCopy {
         } else {
             0
         };
-        let flow = loop {
+        // Two loops: the outer one decodes the length header of the next entry (its shape),
+        // the inner one hands out that entry and the entries after it while their headers
+        // are the same (all of them, in a leaf of fixed-size keys and values). Inside the
+        // inner loop the shape is invariant, so it stays in registers across `f`'s call;
+        // as values carried around one loop the compiler shuffled them between registers
+        // around every call.
+        let flow = 'outer: loop {
             let n = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
             if n >= end {
                 break ControlFlow::Continue(());
             }
             // SAFETY: `n < end <= slots`, and `load` checked the slots against the copy.
-            let (head, off) = unsafe { read_slot(base, n) };
-            // SAFETY: `memo` is empty or was decoded from this copy.
-            let shape = match unsafe { memo.hit(base, off) } {
-                Some(shape) => shape,
-                None => {
-                    let Some(m) = Memo::decode(base, size, off, plen) else {
-                        break ControlFlow::Continue(());
-                    };
-                    memo = m;
-                    m.shape
-                }
+            let (mut head, mut off) = unsafe { read_slot(base, n) };
+            let Some(memo) = Memo::decode(base, size, off, plen) else {
+                break ControlFlow::Continue(());
             };
-            let rest_off = off + shape.rest_at;
-            let rest_len = shape.value_at - shape.rest_at;
-            let value_off = off + shape.value_at;
-            // SAFETY: `key` holds at least `plen` initialised bytes (its prefix) and has room
-            // for `plen + SHORT_KEY_ROOM` (the caller's contract, checked in debug builds);
-            // the head goes to `plen..plen + 4` and the rest's eight-byte blocks (at most 8:
-            // `rest_len < 60`) to `plen + 4..plen + 4 + 64`, inside that room. The source
-            // blocks end at most 7 bytes past the rest, whose end (`value_off`) lies inside
-            // the copy with the value after it (the decode checked that for this offset, or
-            // `off <= limit` for an entry of the shape it checked): inside the buffer, which
-            // holds `PAD >= 7` bytes more. `key` is a separate allocation. Afterwards
-            // `key[..shape.key_len]` is initialised (prefix, head, rest).
-            // SAFETY (the key's words): with `P < 8` and a key of at most 8 bytes, 8 bytes
-            // are written at offset 0 of `key` instead (inside its room: `SHORT_KEY_ROOM >=
-            // 8`) and 4 bytes read at the rest's start (inside the 8 read otherwise); the
-            // word holds the prefix, the head and the rest, so `key[..shape.key_len]` is the
-            // same key. With a key of 9 to 16 bytes, 16 bytes are written at offset 0
-            // (`SHORT_KEY_ROOM >= 16`) and 12 read at the rest's start: they end at most 12
-            // bytes past the rest's start, itself at most the value's offset, inside the
-            // copy: inside the buffer, which holds `PAD >= 12` bytes more.
-            let (kb, v) = unsafe {
-                let src = base.add(rest_off);
-                if P < NO_WORD && shape.key_len <= 8 {
-                    let rest = u32::from_le_bytes(std::ptr::read_unaligned(src as *const [u8; 4]));
-                    let suffix =
-                        u64::from(u32::from_le_bytes(head.to_be_bytes())) | u64::from(rest) << 32;
-                    let word = prefix_word | suffix << (8 * (P % NO_WORD));
-                    std::ptr::write_unaligned(k as *mut [u8; 8], word.to_le_bytes());
-                } else if P < NO_WORD && shape.key_len <= 16 {
-                    // Two words: the suffix's 16 bytes (the head, then 12 bytes of the rest,
-                    // of which at most `16 - P - 4` are the key's) shifted by the constant.
-                    let r0 = le_word(src);
-                    let r1 =
-                        u32::from_le_bytes(std::ptr::read_unaligned(src.add(8) as *const [u8; 4]));
-                    let s0 = u64::from(u32::from_le_bytes(head.to_be_bytes())) | r0 << 32;
-                    let s1 = r0 >> 32 | u64::from(r1) << 32;
-                    let sh = 8 * (P % NO_WORD);
-                    let carry = if sh == 0 { 0 } else { s0 >> ((64 - sh) % 64) };
-                    std::ptr::write_unaligned(
-                        k as *mut [u8; 8],
-                        (prefix_word | s0 << sh).to_le_bytes(),
-                    );
-                    std::ptr::write_unaligned(
-                        k.add(8) as *mut [u8; 8],
-                        (carry | s1 << sh).to_le_bytes(),
-                    );
-                } else {
-                    std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head.to_be_bytes());
-                    let dst = k.add(plen + 4);
-                    let w = std::ptr::read_unaligned(src as *const [u8; 8]);
-                    std::ptr::write_unaligned(dst as *mut [u8; 8], w);
-                    let mut j = 8;
-                    while j < rest_len {
-                        let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
-                        std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
-                        j += 8;
-                    }
-                }
-                (
-                    std::slice::from_raw_parts(k as *const u8, shape.key_len),
-                    std::slice::from_raw_parts(base.add(value_off), shape.value_len),
-                )
-            };
-            i = n;
+            let shape = memo.shape;
             klen = Some(shape.key_len);
-            if let ControlFlow::Break(r) = f(kb, v) {
-                break ControlFlow::Break(r);
+            let mut n = n;
+            loop {
+                let rest_off = off + shape.rest_at;
+                let rest_len = shape.value_at - shape.rest_at;
+                let value_off = off + shape.value_at;
+                // SAFETY: `key` holds at least `plen` initialised bytes (its prefix) and has room
+                // for `plen + SHORT_KEY_ROOM` (the caller's contract, checked in debug builds);
+                // the head goes to `plen..plen + 4` and the rest's eight-byte blocks (at most 8:
+                // `rest_len < 60`) to `plen + 4..plen + 4 + 64`, inside that room. The source
+                // blocks end at most 7 bytes past the rest, whose end (`value_off`) lies inside
+                // the copy with the value after it (the decode checked that for this offset, or
+                // `off <= limit` for an entry of the shape it checked): inside the buffer, which
+                // holds `PAD >= 7` bytes more. `key` is a separate allocation. Afterwards
+                // `key[..shape.key_len]` is initialised (prefix, head, rest).
+                // SAFETY (the key's words): with `P < 8` and a key of at most 8 bytes, 8 bytes
+                // are written at offset 0 of `key` instead (inside its room: `SHORT_KEY_ROOM >=
+                // 8`) and 4 bytes read at the rest's start (inside the 8 read otherwise); the
+                // word holds the prefix, the head and the rest, so `key[..shape.key_len]` is the
+                // same key. With a key of 9 to 16 bytes, 16 bytes are written at offset 0
+                // (`SHORT_KEY_ROOM >= 16`) and 12 read at the rest's start: they end at most 12
+                // bytes past the rest's start, itself at most the value's offset, inside the
+                // copy: inside the buffer, which holds `PAD >= 12` bytes more.
+                let (kb, v) = unsafe {
+                    let src = base.add(rest_off);
+                    if P < NO_WORD && shape.key_len <= 8 {
+                        let rest =
+                            u32::from_le_bytes(std::ptr::read_unaligned(src as *const [u8; 4]));
+                        let suffix = u64::from(u32::from_le_bytes(head.to_be_bytes()))
+                            | u64::from(rest) << 32;
+                        let word = prefix_word | suffix << (8 * (P % NO_WORD));
+                        std::ptr::write_unaligned(k as *mut [u8; 8], word.to_le_bytes());
+                    } else if P < NO_WORD && shape.key_len <= 16 {
+                        // Two words: the suffix's 16 bytes (the head, then 12 bytes of the rest,
+                        // of which at most `16 - P - 4` are the key's) shifted by the constant.
+                        let r0 = le_word(src);
+                        let r1 = u32::from_le_bytes(std::ptr::read_unaligned(
+                            src.add(8) as *const [u8; 4]
+                        ));
+                        let s0 = u64::from(u32::from_le_bytes(head.to_be_bytes())) | r0 << 32;
+                        let s1 = r0 >> 32 | u64::from(r1) << 32;
+                        let sh = 8 * (P % NO_WORD);
+                        let carry = if sh == 0 { 0 } else { s0 >> ((64 - sh) % 64) };
+                        std::ptr::write_unaligned(
+                            k as *mut [u8; 8],
+                            (prefix_word | s0 << sh).to_le_bytes(),
+                        );
+                        std::ptr::write_unaligned(
+                            k.add(8) as *mut [u8; 8],
+                            (carry | s1 << sh).to_le_bytes(),
+                        );
+                    } else {
+                        std::ptr::write_unaligned(k.add(plen) as *mut [u8; 4], head.to_be_bytes());
+                        let dst = k.add(plen + 4);
+                        let w = std::ptr::read_unaligned(src as *const [u8; 8]);
+                        std::ptr::write_unaligned(dst as *mut [u8; 8], w);
+                        let mut j = 8;
+                        while j < rest_len {
+                            let w = std::ptr::read_unaligned(src.add(j) as *const [u8; 8]);
+                            std::ptr::write_unaligned(dst.add(j) as *mut [u8; 8], w);
+                            j += 8;
+                        }
+                    }
+                    (
+                        std::slice::from_raw_parts(k as *const u8, shape.key_len),
+                        std::slice::from_raw_parts(base.add(value_off), shape.value_len),
+                    )
+                };
+                i = n;
+                if let ControlFlow::Break(r) = f(kb, v) {
+                    break 'outer ControlFlow::Break(r);
+                }
+                n = if FORWARD { i + 1 } else { i.wrapping_sub(1) };
+                if n >= end {
+                    break 'outer ControlFlow::Continue(());
+                }
+                // SAFETY: as above.
+                (head, off) = unsafe { read_slot(base, n) };
+                // SAFETY: `memo` was decoded from this copy, unchanged since.
+                if unsafe { memo.hit(base, off) }.is_none() {
+                    // Another shape: the outer loop decodes it (reading the slot again).
+                    continue 'outer;
+                }
             }
         };
         if let Some(len) = klen {
