@@ -68,7 +68,9 @@ mod typed;
 
 pub use blob::MAX_VALUE_LEN;
 pub use bytes::Bytes;
-pub use config::{Config, ConflictControl, LineMode, SideStructure, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use config::{
+    Config, ConflictControl, LeafPrefetch, LineMode, SideStructure, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
+};
 pub use error::Error;
 pub use long_key::MAX_KEY_LEN;
 pub use numa::{NodeFn, Numa, ThreadMap, Topology, MAX_NUMA_NODES};

@@ -19,7 +19,7 @@
 
 #[path = "support/prop.rs"]
 mod prop_support;
-use contree::{Bytes, Config, Tree};
+use contree::{Bytes, Config, LeafPrefetch, Tree};
 use prop_support::prop_config;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -501,12 +501,18 @@ fn case(
     bulk_weight: u32,
 ) -> impl Strategy<Value = (Config, Vec<Op>)> {
     let thresholds = vec![0.0, 0.1, 0.25, 0.5];
+    // Point reads under both leaf prefetches, whatever this processor's `Auto` is.
+    let prefetches = vec![LeafPrefetch::Head, LeafPrefetch::Whole];
     (
         prop::sample::select(page_sizes),
         prop::sample::select(thresholds),
+        prop::sample::select(prefetches),
     )
-        .prop_flat_map(move |(page_size, threshold)| {
-            let config = config_with(page_size, threshold);
+        .prop_flat_map(move |(page_size, threshold, leaf_prefetch)| {
+            let config = Config {
+                leaf_prefetch,
+                ..config_with(page_size, threshold)
+            };
             let ops = prop::collection::vec(
                 op_strategy(config.max_key_len(), max_test_value(&config), bulk_weight),
                 1..max_ops,

@@ -14,7 +14,7 @@
 
 use std::ops::ControlFlow;
 
-use contree::{Config, ConflictControl, LineMode, SideStructure, Tree};
+use contree::{Config, ConflictControl, LeafPrefetch, LineMode, SideStructure, Tree};
 
 use super::{Index, Shape};
 
@@ -177,6 +177,16 @@ pub const VARIANTS: &[Variant] = &[
         "contree-prefault",
         "contree with fresh pages faulted in ahead by the space manager (prefault = true)",
         |shape| build_changed(shape, |c| c.prefault = true),
+    ),
+    (
+        "contree-wholeleaf",
+        "contree with point reads prefetching their whole leaf (leaf_prefetch = Whole)",
+        |shape| build_changed(shape, |c| c.leaf_prefetch = LeafPrefetch::Whole),
+    ),
+    (
+        "contree-headleaf",
+        "contree with point reads prefetching the first KiB of their leaf (leaf_prefetch = Head)",
+        |shape| build_changed(shape, |c| c.leaf_prefetch = LeafPrefetch::Head),
     ),
 ];
 

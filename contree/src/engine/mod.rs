@@ -53,6 +53,9 @@ struct HotWords {
     /// orders it.
     root_page: std::sync::atomic::AtomicPtr<u8>,
     directory: Directory,
+    /// Whether point reads prefetch their whole leaf (`Config::leaf_prefetch`, resolved
+    /// when the tree is made); read at every point read's leaf step.
+    whole_leaf: bool,
 }
 
 /// Whether the last exclusive descent ended at the rightmost leaf: then the next one tries
@@ -174,6 +177,7 @@ impl TreeCore {
                 root: AtomicU32::new(root),
                 root_page: std::sync::atomic::AtomicPtr::new(root_page),
                 directory,
+                whole_leaf: config.leaf_prefetch.whole(),
             },
             appending: AppendHint(AtomicBool::new(false)),
             pool,

@@ -21,11 +21,12 @@ pub(crate) struct LeafParent<'t> {
 /// Where [`TreeCore::point_leaf_to`] hands the leaves' parent: `()` drops it (point reads),
 /// an `Option<LeafParent>` keeps it (cursors).
 pub(crate) trait KeepParent<'t> {
-    /// Whether the descent prefetches the whole leaf ([`Node::prefetch_leaf`]): point
-    /// reads do (their search's probes and the entry it ends at load together); cursors do
-    /// not, since they copy the leaf's used bytes at once (`LeafCopy::load`), which loads
-    /// those lines anyway and skips the free gap between slots and heap: 100-entry scans
-    /// took 0.97-0.98x the time without the prefetch, 0.92-1.02x out of cache
+    /// Whether the descent prefetches the leaf: point reads do, the whole leaf
+    /// ([`Node::prefetch_leaf`]: their search's probes and the entry it ends at load
+    /// together) or its head, as `Config::leaf_prefetch` says; cursors do not, since they
+    /// copy the leaf's used bytes at once (`LeafCopy::load`), which loads those lines anyway
+    /// and skips the free gap between slots and heap: 100-entry scans took 0.97-0.98x the
+    /// time without the whole-leaf prefetch, 0.92-1.02x out of cache
     /// (`bench/results/cursor-prefetch-s64.txt`).
     const WHOLE_LEAF: bool;
     fn keep(&mut self, node: Node, guard: OptimisticGuard<'t>, pos: usize);
@@ -218,7 +219,8 @@ impl TreeCore {
     /// The step from a leaves' parent, read under `parent` (a node of the tree or its copy in
     /// a replica, `crate::numa`), to its child `child`: the leaf's snapshot, taken before
     /// `parent` is validated; `Restart` if the parent changed or the child is no leaf.
-    /// `whole`: the leaf is prefetched whole first (see [`KeepParent::WHOLE_LEAF`]).
+    /// `whole`: the leaf is prefetched first, whole or its head as the tree's
+    /// `Config::leaf_prefetch` says (see [`KeepParent::WHOLE_LEAF`]).
     #[inline(always)]
     pub(crate) fn step_to_leaf(
         &self,
@@ -228,7 +230,11 @@ impl TreeCore {
     ) -> Result<(Node, OptimisticGuard<'_>), Restart> {
         let (leaf, latch) = self.page(child)?;
         if whole {
-            leaf.prefetch_leaf();
+            if self.hot.whole_leaf {
+                leaf.prefetch_leaf();
+            } else {
+                leaf.prefetch_head();
+            }
         }
         let leaf_guard = latch.optimistic();
         parent.validate()?;

@@ -87,16 +87,18 @@ pub(crate) const HEADER: usize = 64;
 pub(crate) const SLOT: usize = 6;
 /// Bytes at the start of a node that a descent prefetches as soon as it knows the node's
 /// page, before it reads the node's header: header and the first ~160 slots. Inner nodes
-/// and writers' leaves; point reads prefetch their leaf whole ([`LEAF_PREFETCH`]).
+/// and writers' leaves, and point reads' leaves unless `Config::leaf_prefetch` asks for whole
+/// leaves ([`LEAF_PREFETCH`]).
 pub(crate) const DESCENT_PREFETCH: usize = 1024;
 // Every page of a tree holds the whole prefetched head (`RawPage::prefetch_head` falls back to
 // a clamped loop for smaller pages, which only tests make).
 const _: () = assert!(DESCENT_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// Bytes at the start of a leaf that point descents prefetch as soon as they know the
-/// leaf's page: the whole of a page of the default size, so that the line of the entry the
-/// search ends at (anywhere in the heap) loads together with the header and slots instead
-/// of one miss later. Cursors, which copy the leaf, skip it (`engine::point::KeepParent`).
-pub(crate) const LEAF_PREFETCH: usize = 4096;
+/// leaf's page where `Config::leaf_prefetch` asks for whole leaves: the whole of a page of
+/// the default size, so that the line of the entry the search ends at (anywhere in the
+/// heap) loads together with the header and slots instead of one miss later. Cursors, which
+/// copy the leaf, skip it (`engine::point::KeepParent`).
+pub(crate) const LEAF_PREFETCH: usize = 1024;
 const _: () = assert!(LEAF_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// Bytes of the policy area in the header.
 pub(crate) const POLICY_AREA: usize = 20;

@@ -237,9 +237,9 @@ impl Node {
 
     /// [`lower_bound`](Self::lower_bound), with the append shortcut if `APPEND`. A found key
     /// comes with its entry's [`ValueHint`] where the comparison decoded it. No prefetch of
-    /// the probes' lines here: point reads prefetched their whole leaf in the descent
-    /// (`Node::prefetch_leaf`), and writers' searches paid 34 instructions per `append` for
-    /// such prefetches (callgrind, 1165 -> 1199).
+    /// the probes' lines here: point reads prefetched their leaf (whole or its head) in the
+    /// descent (`TreeCore::step_to_leaf`), and writers' searches paid 34 instructions per
+    /// `append` for such prefetches (callgrind, 1165 -> 1199).
     #[inline(always)]
     fn search<const APPEND: bool>(
         &self,
