@@ -354,9 +354,8 @@ pub enum SideStructure {
 /// later, at the cost of 48 more prefetch instructions and of 64 lines in flight. Which
 /// pays depends on the processor (`docs/design.md`, `bench/results/leaf-prefetch-s65.txt`):
 /// on an AMD EPYC the whole page made reads of out-of-cache leaves 14-29% faster and left
-/// cached ones unchanged; on an Intel Xeon it never gained, and while the machine was slow
-/// (a virtual machine beside a loaded neighbour) it made every read 20-40% slower, in
-/// cache and out of it.
+/// cached ones unchanged; on an Intel Xeon VM it made reads 1.2-1.5x slower, in cache and
+/// out of it (in one quiet stretch it was level).
 ///
 /// ```
 /// use contree::{Config, LeafPrefetch, Tree};

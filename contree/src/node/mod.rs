@@ -98,7 +98,7 @@ const _: () = assert!(DESCENT_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// the default size, so that the line of the entry the search ends at (anywhere in the
 /// heap) loads together with the header and slots instead of one miss later. Cursors, which
 /// copy the leaf, skip it (`engine::point::KeepParent`).
-pub(crate) const LEAF_PREFETCH: usize = 1024;
+pub(crate) const LEAF_PREFETCH: usize = 4096;
 const _: () = assert!(LEAF_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// Bytes of the policy area in the header.
 pub(crate) const POLICY_AREA: usize = 20;
