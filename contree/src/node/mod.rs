@@ -100,6 +100,8 @@ const _: () = assert!(DESCENT_PREFETCH <= crate::config::MIN_PAGE_SIZE);
 /// copy the leaf, skip it (`engine::point::KeepParent`).
 pub(crate) const LEAF_PREFETCH: usize = 4096;
 const _: () = assert!(LEAF_PREFETCH <= crate::config::MIN_PAGE_SIZE);
+// `LeafPrefetch::Whole` asks for more than `Head` (a size sweep once left them equal).
+const _: () = assert!(LEAF_PREFETCH > DESCENT_PREFETCH);
 /// Bytes of the policy area in the header.
 pub(crate) const POLICY_AREA: usize = 20;
 
