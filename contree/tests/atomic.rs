@@ -396,6 +396,26 @@ fn assert_reentry_panics(op: &'static str, run: Holder) {
     }
 }
 
+/// An append from a closure that holds the rightmost leaf (an update of the last key, which
+/// keeps the append finger on) panics too: the appends' uncontended path checks re-entry
+/// before it looks at the leaf.
+#[test]
+fn reentry_append_from_update_of_the_last_key_panics() {
+    let tree = filled();
+    let inner = tree.clone();
+    let r = watchdog(move || {
+        inner.update_with(&1999u32.to_be_bytes(), |_| {
+            let _ = inner.insert(&u32::MAX.to_be_bytes(), b"x");
+        });
+    });
+    let msg = r.expect_err("an append inside update_with did not panic");
+    assert!(msg.contains("re-entrant"), "{msg}");
+    assert_eq!(tree.get(&u32::MAX.to_be_bytes()), None);
+    tree.insert(&u32::MAX.to_be_bytes(), b"after").unwrap();
+    assert_eq!(tree.len(), 2_001);
+    tree.check_invariants().unwrap();
+}
+
 #[test]
 fn reentry_from_update_with_panics() {
     assert_reentry_panics("update_with", |t, call| {

@@ -226,7 +226,7 @@ impl Combining {
     /// Whether requests may wait for the latch at `addr` (a holder then calls
     /// [`take`](Self::take)). A relaxed look: a request published just after it is served by
     /// the next holder or withdrawn by its writer.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn has_waiters(&self, addr: usize) -> bool {
         match &self.slots {
             Some(s) => s[slot_of(addr)].waiting.load(Ordering::Relaxed) != 0,

@@ -96,7 +96,7 @@ impl ContentionSplit {
     /// Records a change of slot `pos` in `node` (exclusively latched; `slow_path` tells
     /// whether the latch had to be waited for). Returns the split position (the left node
     /// keeps slots `0..=pos`) when the period ends with unnecessary contention.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn after_change(
         &self,
         node: &mut NodeMut,

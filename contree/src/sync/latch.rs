@@ -577,6 +577,7 @@ impl<'a> OptimisticGuard<'a> {
     }
 
     /// Like [`upgrade_exclusive`](Self::upgrade_exclusive) but never waits.
+    #[inline]
     pub fn try_upgrade_exclusive(self) -> Result<Option<ExclusiveGuard<'a>>, Restart> {
         if owns(self.latch.addr()) {
             if let Some(x) = self.latch.owner_exclusive(Some(self.version & !LINES)) {

@@ -183,7 +183,7 @@ fn shared() -> usize {
 
 impl StripedCounters {
     /// Adds `delta` to this thread's stripe of `counter`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&self, counter: Counter, delta: i64) {
         let block = self
             .block
