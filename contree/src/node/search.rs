@@ -280,6 +280,20 @@ impl Node {
         // read (descents run this at every inner level). An id read under a race is
         // memory-safe garbage: the descent validates the parent after using it.
         // SAFETY: `i < count`, a clamped count, so slot `i` ends inside the page.
+        let off = unsafe { self.slot_offset(i) };
+        if self.page.u8_at(off)? < 0x50 {
+            // A one-byte length header and a suffix the head holds whole (at most four
+            // bytes, as most suffix-truncated separators are): the id follows the header.
+            // Its address depends on the slot's offset alone and the header's byte only
+            // decides this (predicted) branch, so the id's load need not wait for the
+            // header's (`bench/results/update-path-s66.txt`).
+            self.page.check(off + 1, 4)?;
+            // SAFETY: `off + 1 + 4 <= size`, checked above.
+            return Ok(u32::from_ne_bytes(unsafe {
+                self.page.array_at::<4>(off + 1)
+            }));
+        }
+        // SAFETY: as above.
         let (rest_off, suffix_len) = unsafe { self.suffix_at(i) }?;
         let value_off = rest_off + suffix_len.saturating_sub(4);
         self.page.check(value_off, 4)?;
