@@ -3,6 +3,7 @@
 //! ranges (`scan`, `prefix`, `keys`), popping an end (`pop`), removing many entries
 //! (`drain`), batches (`batch`) and the std collection traits (`collection`).
 
+mod append;
 mod atomic;
 mod batch;
 mod bounds;
